@@ -1,0 +1,39 @@
+package io.workqueue;
+
+/**
+ * A key was refused before it reached the database, because its encoding cannot be stored
+ * faithfully as a primary key.
+ *
+ * <p>Keys are vetted after encoding, whatever the codec; an invalid key fails only the call that
+ * carried it and never joins a shared batch. Keys are never truncated.
+ */
+public class InvalidKeyException extends WorkQueueException {
+    private static final long serialVersionUID = 1L;
+
+    /** Why a key was refused. */
+    public enum Reason {
+        /** The key itself was {@code null}, or the codec encoded it as {@code null}. */
+        NULL,
+        /** The encoding is the empty string. */
+        EMPTY,
+        /** The encoding is longer than {@link ReactiveWorkQueue#MAX_KEY_LENGTH} UTF-8 bytes. */
+        TOO_LONG,
+        /** The encoding contains NUL, carriage return or line feed. */
+        CONTROL_CHARACTER,
+        /** The encoding contains an unpaired UTF-16 surrogate, which has no UTF-8 form to store. */
+        INVALID_UNICODE
+    }
+
+    private final Reason reason;
+
+    /** Creates the exception for {@code reason}, with a message that explains it. */
+    public InvalidKeyException(Reason reason, String message) {
+        super(message);
+        this.reason = reason;
+    }
+
+    /** Why the key was refused. */
+    public Reason reason() {
+        return reason;
+    }
+}

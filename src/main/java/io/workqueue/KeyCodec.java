@@ -1,0 +1,38 @@
+package io.workqueue;
+
+import io.workqueue.internal.KeyCodecs;
+
+/**
+ * Turns keys into the strings stored as the table's primary key, and back.
+ *
+ * <p>An encoding must be deterministic and injective: the same key always encodes to the same
+ * string in every process and release, and two different keys never share one. Whatever the codec,
+ * the queue vets each encoding before it goes near the database (see
+ * {@link ReactiveWorkQueue#MAX_KEY_LENGTH}); codecs need not check length or characters
+ * themselves. Implementations must be thread-safe.
+ *
+ * @param <K> the key type
+ */
+public interface KeyCodec<K> {
+
+    /** The stored form of {@code key}. */
+    String encode(K key);
+
+    /** The key whose stored form is {@code encoded}. */
+    K decode(String encoded);
+
+    /**
+     * The codec the builder uses unless told otherwise: {@code String} as itself; enums by
+     * {@code name()}; {@code Integer}, {@code Long} and {@code UUID} by {@code toString()};
+     * anything else (records, classes) as JSON with properties sorted alphabetically, so that
+     * reordering a record's components does not change its stored key.
+     */
+    static <K> KeyCodec<K> defaultFor(Class<K> keyType) {
+        return KeyCodecs.defaultFor(keyType);
+    }
+
+    /** A codec writing keys as JSON through Jackson, properties sorted alphabetically. */
+    static <K> KeyCodec<K> json(Class<K> keyType) {
+        return KeyCodecs.json(keyType);
+    }
+}

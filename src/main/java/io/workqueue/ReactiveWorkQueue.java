@@ -1,0 +1,165 @@
+package io.workqueue;
+
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.ConnectionFactory;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * A leased work queue over one PostgreSQL table: producers enqueue keys, workers claim leases on
+ * due keys, do the work, and complete them. A worker that dies lets its lease lapse on the database
+ * clock, and the key goes to another worker flagged {@link Item#reclaimed()}. Delivery is
+ * at-least-once: work must be idempotent.
+ *
+ * <p><b>Reactive contract.</b> Every {@code Mono} and {@code Flux} returned is cold: nothing
+ * touches the database until subscription, and each subscription performs the operation once. Bad
+ * arguments are signalled as {@code onError} at subscription, never thrown by the call. No method
+ * blocks; results are emitted on the driver's event-loop threads, so downstream code must not block
+ * there either. Cancelling a subscriber never leaves the queue inconsistent: at worst a lease lapses
+ * and an item is handed out again.
+ *
+ * <p><b>Errors.</b> Database errors that are not retried surface as the driver's
+ * {@code R2dbcException}. Writes that PostgreSQL asks to retry (SQLSTATE 40001, 40P01) are retried
+ * up to {@link WorkQueueConfig#writeAttempts()} runs.
+ *
+ * <p>Instances are thread-safe. One instance per logical queue and process is the intended shape:
+ * the group commit and the wake floor are per instance.
+ *
+ * @param <K> the key type
+ */
+public interface ReactiveWorkQueue<K> {
+
+    /** The longest accepted key encoding, in UTF-8 bytes. */
+    int MAX_KEY_LENGTH = 512;
+
+    /**
+     * Starts building a queue over {@code connectionFactory} (plain or pooled; a pool is strongly
+     * advised) for keys of {@code keyType}.
+     */
+    static <K> WorkQueueBuilder<K> builder(ConnectionFactory connectionFactory, Class<K> keyType) {
+        return new WorkQueueBuilder<>(connectionFactory, keyType);
+    }
+
+    /** The logical queue this instance serves: {@link WorkQueueConfig#name()}. */
+    String name();
+
+    /**
+     * Enqueues entries through the group commit: every enqueue in flight on this instance is
+     * merged into one upsert, and exactly one upsert is in flight at a time. Entries naming the same
+     * key merge first (highest priority, shortest delay), the same rule the upsert applies to a row
+     * already in the table: on an outstanding item priority only rises and availability only moves
+     * earlier, attempts and last error are kept and a live lease is not revoked; a completed item is
+     * restarted with the new priority and delay, attempts reset and last error cleared.
+     *
+     * <p>The returned {@code Mono} completes once the upsert carrying these rows has committed, so
+     * enqueue-then-claim sees the keys. Cancelling it stops waiting but does not cancel the shared
+     * write. A failed write fails every caller in its batch. Signals {@link InvalidKeyException} for
+     * a bad key (nothing of this call is written), {@link QueueClosedException} after
+     * {@link #close()}, and a {@link WorkQueueException} if the write outlives
+     * {@link WorkQueueConfig#enqueueTimeout()}. An empty collection completes at once.
+     */
+    Mono<Void> enqueue(Collection<Entry<K>> entries);
+
+    /** Varargs form of {@link #enqueue(Collection)}. */
+    @SuppressWarnings("unchecked")
+    Mono<Void> enqueue(Entry<K>... entries);
+
+    /** Enqueues keys with priority 0 and no delay; see {@link #enqueue(Collection)}. */
+    Mono<Void> enqueueKeys(Collection<K> keys);
+
+    /** Varargs form of {@link #enqueueKeys(Collection)}. */
+    @SuppressWarnings("unchecked")
+    Mono<Void> enqueueKeys(K... keys);
+
+    /**
+     * Enqueues entries on the caller's connection, inside whatever transaction it has open,
+     * bypassing the group commit: the rows commit or roll back with the caller's transaction. Same
+     * merge rule, statement and lock order as {@link #enqueue(Collection)}. The connection is
+     * neither closed nor committed. Allowed after {@link #close()}, since no shared state is used.
+     */
+    Mono<Void> enqueue(Connection connection, Collection<Entry<K>> entries);
+
+    /**
+     * Leases up to {@code limit} due items in one statement, ordered by priority (highest first),
+     * then availability, then key. {@code limit <= 0} or above
+     * {@link WorkQueueConfig#maxClaimBatch()} means {@code maxClaimBatch}. Rows locked by a
+     * concurrent claimer are skipped and replaced, so a short batch means the queue is nearly
+     * drained. An empty queue gives an empty list. {@code lease} must be positive, else
+     * {@code IllegalArgumentException}. Cancelling after the statement ran leaves its leases to
+     * lapse.
+     */
+    Mono<List<Item<K>>> claim(int limit, Duration lease);
+
+    /**
+     * An endless stream of leased items paced by demand: it never leases more items than downstream
+     * has requested and not yet received, capped per statement by
+     * {@link WorkQueueConfig#maxClaimBatch()}. When a claim comes back short it waits with
+     * {@link #awaitWork(Duration) awaitWork(poll)} before claiming again. A retryable database
+     * error (connection lost, SQLSTATE 40001, 40P01) is logged and retried with bounded exponential
+     * back-off, and the stream continues; any other error terminates it. Cancellation stops claiming;
+     * items leased by a claim that was in flight lapse. Emits on driver threads.
+     */
+    Flux<Item<K>> claimStream(Duration lease, Duration poll);
+
+    /**
+     * Marks items completed (kept until reaped), drops their leases and clears their last errors.
+     * Unknown and already-completed keys are ignored; idempotent. Emits how many items this call
+     * completed.
+     */
+    Mono<Long> complete(Collection<K> keys);
+
+    /** Varargs form of {@link #complete(Collection)}. */
+    @SuppressWarnings("unchecked")
+    Mono<Long> complete(K... keys);
+
+    /**
+     * Hands items back: drops their leases and makes them available after {@code delay} (negative
+     * means now), recording {@code cause}'s message (bounded to 1024 characters; {@code null} stores
+     * none) as the last error. Attempts are kept; completed items are not touched. Emits how many
+     * items were released.
+     */
+    Mono<Long> release(Duration delay, @Nullable Throwable cause, Collection<K> keys);
+
+    /** Varargs form of {@link #release(Duration, Throwable, Collection)}. */
+    @SuppressWarnings("unchecked")
+    Mono<Long> release(Duration delay, @Nullable Throwable cause, K... keys);
+
+    /** Deletes items whether leased, pending or completed. Emits how many rows were deleted. */
+    Mono<Long> remove(Collection<K> keys);
+
+    /** Varargs form of {@link #remove(Collection)}. */
+    @SuppressWarnings("unchecked")
+    Mono<Long> remove(K... keys);
+
+    /**
+     * Deletes completed items older than {@link WorkQueueConfig#retention()}, at most
+     * {@link WorkQueueConfig#reapBatchSize()} per call, skipping rows another transaction holds.
+     * Emits how many were deleted; call again while it returns the batch size.
+     */
+    Mono<Long> reap();
+
+    /** A health snapshot, read in one statement; see {@link Stats}. */
+    Mono<Stats> stats();
+
+    /**
+     * Completes when a wakeup arrives from the builder's wakeup source, or when {@code poll}
+     * elapses, whichever comes first. Wakeups complete waits at most once per
+     * {@link WorkQueueConfig#minWakeInterval()} on this instance: a wake inside the floor is held
+     * for the rest of the interval, not dropped, and a wake that arrives while nobody waits is kept
+     * for the next wait. Without a wakeup source it is a plain delay. {@code poll} must be positive,
+     * else {@code IllegalArgumentException}.
+     */
+    Mono<Void> awaitWork(Duration poll);
+
+    /**
+     * Flushes whatever enqueues are pending, then refuses every later enqueue with
+     * {@link QueueClosedException}. Idempotent: every call completes once the flush has. Other
+     * methods keep working, so a worker may still complete what it holds. Unlike the rest of this
+     * interface, closing starts when the method is called; the {@code Mono} only reports the flush.
+     */
+    Mono<Void> close();
+}

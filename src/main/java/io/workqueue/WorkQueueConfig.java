@@ -1,0 +1,191 @@
+package io.workqueue;
+
+import io.workqueue.internal.Identifiers;
+import io.workqueue.migrations.WorkQueueMigrations;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How one logical queue behaves. Immutable; every instance is valid, because the canonical
+ * constructor (and so {@link Builder#build()}) refuses bad values with an
+ * {@link InvalidConfigException} that names the field and the value. Nothing is silently replaced
+ * by a default.
+ *
+ * @param name            the logical queue; 1 to 512 characters of free text, always bound as a
+ *                        parameter, never rendered into SQL
+ * @param tablePrefix     {@code ""} uses {@code work_queue_items}; {@code "ddb"} uses
+ *                        {@code ddb_work_queue_items}; see {@link WorkQueueMigrations#validatePrefix}
+ * @param notifyChannel   {@code ""} for none; otherwise every enqueue sends a payload-free
+ *                        notification on this channel, in the transaction that writes the rows
+ * @param retention       how long completed items are kept before {@code reap()} may delete them;
+ *                        at least one second
+ * @param maxAttempts     claims allowed per item before it stalls; {@code 0} means unlimited
+ * @param maxClaimBatch   the most items one claim statement leases; at least 1
+ * @param reapBatchSize   the most rows one {@code reap()} deletes; at least 1
+ * @param writeAttempts   runs of a write that PostgreSQL asks to retry (SQLSTATE 40001, 40P01);
+ *                        at least 1
+ * @param minWakeInterval the least time between two wakeups completing {@code awaitWork}; at
+ *                        least one millisecond
+ * @param enqueueTimeout  how long one group-committed write may take before every caller in its
+ *                        batch fails; positive
+ */
+public record WorkQueueConfig(
+        String name,
+        String tablePrefix,
+        String notifyChannel,
+        Duration retention,
+        int maxAttempts,
+        int maxClaimBatch,
+        int reapBatchSize,
+        int writeAttempts,
+        Duration minWakeInterval,
+        Duration enqueueTimeout) {
+
+    /** The longest queue name accepted, in characters. */
+    public static final int MAX_NAME_LENGTH = 512;
+
+    /** Validates every field; see the record description for the rules. */
+    public WorkQueueConfig {
+        if (name == null || name.isEmpty() || name.length() > MAX_NAME_LENGTH) {
+            throw new InvalidConfigException("name must be 1 to " + MAX_NAME_LENGTH + " characters but was "
+                    + (name == null ? "null" : name.length() + " characters"));
+        }
+        WorkQueueMigrations.validatePrefix(tablePrefix);
+        if (notifyChannel == null) {
+            throw new InvalidConfigException("notifyChannel must not be null; use \"\" for none");
+        }
+        if (!notifyChannel.isEmpty()) {
+            Identifiers.requirePlain("notifyChannel", notifyChannel);
+        }
+        requireAtLeast("retention", retention, Duration.ofSeconds(1));
+        if (maxAttempts < 0) {
+            throw new InvalidConfigException("maxAttempts must be 0 (unlimited) or more but was " + maxAttempts);
+        }
+        requireAtLeast("maxClaimBatch", maxClaimBatch, 1);
+        requireAtLeast("reapBatchSize", reapBatchSize, 1);
+        requireAtLeast("writeAttempts", writeAttempts, 1);
+        requireAtLeast("minWakeInterval", minWakeInterval, Duration.ofMillis(1));
+        requireAtLeast("enqueueTimeout", enqueueTimeout, Duration.ofNanos(1));
+    }
+
+    /** A builder for the queue called {@code name}, starting from the defaults. */
+    public static Builder builder(String name) {
+        return new Builder(name);
+    }
+
+    /** A builder starting from this configuration. */
+    public Builder toBuilder() {
+        return new Builder(name)
+                .tablePrefix(tablePrefix)
+                .notifyChannel(notifyChannel)
+                .retention(retention)
+                .maxAttempts(maxAttempts)
+                .maxClaimBatch(maxClaimBatch)
+                .reapBatchSize(reapBatchSize)
+                .writeAttempts(writeAttempts)
+                .minWakeInterval(minWakeInterval)
+                .enqueueTimeout(enqueueTimeout);
+    }
+
+    private static void requireAtLeast(String field, int value, int least) {
+        if (value < least) {
+            throw new InvalidConfigException(field + " must be at least " + least + " but was " + value);
+        }
+    }
+
+    private static void requireAtLeast(String field, Duration value, Duration least) {
+        if (value == null || value.compareTo(least) < 0) {
+            throw new InvalidConfigException(field + " must be at least " + least + " but was " + value);
+        }
+    }
+
+    /**
+     * Collects a {@link WorkQueueConfig}. Not thread-safe. Values are checked by {@link #build()},
+     * not by the setters.
+     */
+    public static final class Builder {
+        private final String name;
+        private String tablePrefix = "";
+        private String notifyChannel = "";
+        private Duration retention = Duration.ofHours(24);
+        private int maxAttempts = 0;
+        private int maxClaimBatch = 500;
+        private int reapBatchSize = 1000;
+        private int writeAttempts = 3;
+        private Duration minWakeInterval = Duration.ofMillis(100);
+        private Duration enqueueTimeout = Duration.ofSeconds(10);
+
+        private Builder(String name) {
+            this.name = name;
+        }
+
+        /** Table prefix; default {@code ""}. */
+        public Builder tablePrefix(String tablePrefix) {
+            this.tablePrefix = tablePrefix;
+            return this;
+        }
+
+        /** Channel notified on every enqueue; default {@code ""} (none). */
+        public Builder notifyChannel(String notifyChannel) {
+            this.notifyChannel = notifyChannel;
+            return this;
+        }
+
+        /** How long completed items are kept; default 24 hours. */
+        public Builder retention(Duration retention) {
+            this.retention = retention;
+            return this;
+        }
+
+        /** Claims allowed per item; default 0 (unlimited). */
+        public Builder maxAttempts(int maxAttempts) {
+            this.maxAttempts = maxAttempts;
+            return this;
+        }
+
+        /** Most items per claim statement; default 500. */
+        public Builder maxClaimBatch(int maxClaimBatch) {
+            this.maxClaimBatch = maxClaimBatch;
+            return this;
+        }
+
+        /** Most rows one reap deletes; default 1000. */
+        public Builder reapBatchSize(int reapBatchSize) {
+            this.reapBatchSize = reapBatchSize;
+            return this;
+        }
+
+        /** Runs of a write PostgreSQL asks to retry; default 3. */
+        public Builder writeAttempts(int writeAttempts) {
+            this.writeAttempts = writeAttempts;
+            return this;
+        }
+
+        /** Least time between two wakeups; default 100 ms. */
+        public Builder minWakeInterval(Duration minWakeInterval) {
+            this.minWakeInterval = minWakeInterval;
+            return this;
+        }
+
+        /** Time allowed for one group-committed write; default 10 seconds. */
+        public Builder enqueueTimeout(Duration enqueueTimeout) {
+            this.enqueueTimeout = enqueueTimeout;
+            return this;
+        }
+
+        /**
+         * The configuration.
+         *
+         * @throws InvalidConfigException naming the first field that is out of range
+         */
+        public WorkQueueConfig build() {
+            return new WorkQueueConfig(name, tablePrefix, notifyChannel, retention, maxAttempts,
+                    maxClaimBatch, reapBatchSize, writeAttempts, minWakeInterval, enqueueTimeout);
+        }
+
+        @Override
+        public String toString() {
+            return "WorkQueueConfig.Builder[" + Objects.toString(name) + "]";
+        }
+    }
+}

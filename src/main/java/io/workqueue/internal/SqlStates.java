@@ -1,0 +1,67 @@
+package io.workqueue.internal;
+
+import io.r2dbc.spi.R2dbcException;
+import io.r2dbc.spi.R2dbcTransientResourceException;
+import java.io.IOException;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Classifies database failures by SQLSTATE, the only classification that is stable across driver
+ * versions (the driver's exception classes are not: a deadlock and a serialization failure arrive
+ * as different types).
+ */
+public final class SqlStates {
+    /** {@code serialization_failure}. */
+    public static final String SERIALIZATION_FAILURE = "40001";
+    /** {@code deadlock_detected}. */
+    public static final String DEADLOCK_DETECTED = "40P01";
+
+    /** Server going away under us: admin shutdown, crash shutdown, cannot connect now. */
+    private static final Set<String> SERVER_GONE = Set.of("57P01", "57P02", "57P03");
+
+    private SqlStates() {}
+
+    /** The SQLSTATE of the first {@link R2dbcException} in {@code error}'s cause chain, if any. */
+    public static @Nullable String sqlState(Throwable error) {
+        for (Throwable t = error; t != null; t = t.getCause()) {
+            if (t instanceof R2dbcException r2dbc && r2dbc.getSqlState() != null) {
+                return r2dbc.getSqlState();
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return null;
+    }
+
+    /** Whether a write should run again: PostgreSQL asked for it (40001, 40P01), nothing else. */
+    public static boolean isWriteRetryable(Throwable error) {
+        String state = sqlState(error);
+        return SERIALIZATION_FAILURE.equals(state) || DEADLOCK_DETECTED.equals(state);
+    }
+
+    /**
+     * Whether a long-running reader (a claim stream) should back off and carry on: a retryable
+     * write, or a lost connection (SQLSTATE class 08, the server shutting down, or an I/O failure
+     * reaching it).
+     */
+    public static boolean isTransient(Throwable error) {
+        if (isWriteRetryable(error)) {
+            return true;
+        }
+        String state = sqlState(error);
+        if (state != null && (state.startsWith("08") || SERVER_GONE.contains(state))) {
+            return true;
+        }
+        for (Throwable t = error; t != null; t = t.getCause()) {
+            if (t instanceof IOException || t instanceof R2dbcTransientResourceException) {
+                return true;
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return false;
+    }
+}

@@ -1,0 +1,59 @@
+package io.workqueue.postgres;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * An entry whose key has been encoded and vetted, ready to bind.
+ *
+ * @param key         the vetted encoding
+ * @param priority    higher runs first
+ * @param delayMicros delay before the item is available, in microseconds, never negative
+ */
+record EncodedEntry(String key, int priority, long delayMicros) {
+
+    /**
+     * Collapses entries naming the same key with the rule the upsert's {@code ON CONFLICT} clause
+     * applies to an outstanding row: the highest priority and the shortest delay. The two must
+     * agree, or an item's fate would depend on whether two callers shared a flush; and the upsert
+     * cannot take one key twice anyway (SQLSTATE 21000). The result is sorted by code point, the
+     * order of the key column's {@code "C"} collation, i.e. the table's lock order.
+     */
+    static List<EncodedEntry> merge(Collection<? extends Collection<EncodedEntry>> batches) {
+        Map<String, EncodedEntry> byKey = new HashMap<>();
+        for (Collection<EncodedEntry> batch : batches) {
+            for (EncodedEntry entry : batch) {
+                byKey.merge(entry.key(), entry, EncodedEntry::mergedWith);
+            }
+        }
+        List<EncodedEntry> merged = new ArrayList<>(byKey.values());
+        merged.sort((a, b) -> compareCodePoints(a.key(), b.key()));
+        return merged;
+    }
+
+    private EncodedEntry mergedWith(EncodedEntry other) {
+        return new EncodedEntry(key, Math.max(priority, other.priority), Math.min(delayMicros, other.delayMicros));
+    }
+
+    /**
+     * Code-point order, which for valid strings is UTF-8 byte order. {@link String#compareTo}
+     * compares UTF-16 units and disagrees for characters above U+FFFF versus U+E000..U+FFFF.
+     */
+    static int compareCodePoints(String a, String b) {
+        int i = 0;
+        int j = 0;
+        while (i < a.length() && j < b.length()) {
+            int ca = a.codePointAt(i);
+            int cb = b.codePointAt(j);
+            if (ca != cb) {
+                return Integer.compare(ca, cb);
+            }
+            i += Character.charCount(ca);
+            j += Character.charCount(cb);
+        }
+        return Integer.compare(a.length() - i, b.length() - j);
+    }
+}

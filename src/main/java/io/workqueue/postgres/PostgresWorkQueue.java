@@ -1,0 +1,385 @@
+package io.workqueue.postgres;
+
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.ConnectionFactory;
+import io.r2dbc.spi.Result;
+import io.r2dbc.spi.Statement;
+import io.workqueue.Entry;
+import io.workqueue.Item;
+import io.workqueue.KeyCodec;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.Stats;
+import io.workqueue.UnsupportedDialectException;
+import io.workqueue.WorkQueueConfig;
+import io.workqueue.internal.DemandPacedClaims;
+import io.workqueue.internal.GroupCommit;
+import io.workqueue.internal.KeyVetting;
+import io.workqueue.internal.SqlStates;
+import io.workqueue.internal.WakeGate;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
+import org.reactivestreams.Publisher;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.util.retry.Retry;
+
+/**
+ * The PostgreSQL implementation of {@link ReactiveWorkQueue}. Build it through
+ * {@link ReactiveWorkQueue#builder}; {@link #create} is public only so that the builder in the API
+ * package can reach it.
+ *
+ * <p>Each operation borrows a connection from the factory for one statement and returns it on
+ * completion, error and cancellation; with a pool, the group commit holds at most one connection
+ * at a time. Thread-safe.
+ *
+ * @param <K> the key type
+ */
+public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
+    private static final Logger log = LoggerFactory.getLogger(PostgresWorkQueue.class);
+
+    /** Last errors are bounded so one pathological exception message cannot bloat the table. */
+    static final int MAX_ERROR_LENGTH = 1024;
+    private static final Duration CLAIM_MIN_BACKOFF = Duration.ofMillis(100);
+    private static final Duration CLAIM_MAX_BACKOFF = Duration.ofSeconds(5);
+
+    private final ConnectionFactory connectionFactory;
+    private final WorkQueueConfig config;
+    private final KeyCodec<K> codec;
+    private final Scheduler timer;
+    private final Sql sql;
+    private final GroupCommit<List<EncodedEntry>> groupCommit;
+    private final WakeGate wakeGate;
+
+    private PostgresWorkQueue(ConnectionFactory connectionFactory, WorkQueueConfig config, KeyCodec<K> codec,
+            @Nullable Publisher<?> wakeups, Scheduler timer) {
+        this.connectionFactory = connectionFactory;
+        this.config = config;
+        this.codec = codec;
+        this.timer = timer;
+        this.sql = new Sql(config.tablePrefix());
+        this.groupCommit = new GroupCommit<>(config.name(), this::writeMerged, config.enqueueTimeout(), timer);
+        this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
+    }
+
+    /**
+     * A queue over {@code connectionFactory}; see {@link io.workqueue.WorkQueueBuilder#build()}.
+     *
+     * @throws UnsupportedDialectException if the factory does not report PostgreSQL
+     */
+    public static <K> PostgresWorkQueue<K> create(ConnectionFactory connectionFactory, WorkQueueConfig config,
+            KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer) {
+        Objects.requireNonNull(connectionFactory, "connectionFactory");
+        Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(codec, "codec");
+        Objects.requireNonNull(timer, "timer");
+        requirePostgres(connectionFactory);
+        return new PostgresWorkQueue<>(connectionFactory, config, codec, wakeups, timer);
+    }
+
+    /** Pools report the metadata of the factory they wrap, so one check covers both. */
+    private static void requirePostgres(ConnectionFactory connectionFactory) {
+        String product = connectionFactory.getMetadata().getName();
+        if (!"PostgreSQL".equalsIgnoreCase(product)) {
+            throw new UnsupportedDialectException("reactive-workqueue runs on PostgreSQL only, but the connection"
+                    + " factory reports " + product + " (" + connectionFactory.getClass().getName() + ")");
+        }
+    }
+
+    @Override
+    public String name() {
+        return config.name();
+    }
+
+    /** The configuration this queue was built with. */
+    public WorkQueueConfig config() {
+        return config;
+    }
+
+    // ---------------------------------------------------------------- enqueue
+
+    @Override
+    public Mono<Void> enqueue(Collection<Entry<K>> entries) {
+        return Mono.defer(() -> {
+            List<EncodedEntry> encoded = encodeEntries(entries);
+            return encoded.isEmpty() ? Mono.empty() : groupCommit.submit(encoded);
+        });
+    }
+
+    @Override
+    @SafeVarargs
+    @SuppressWarnings("varargs") // the array is only read, through a list view
+    public final Mono<Void> enqueue(Entry<K>... entries) {
+        return enqueue(listView(entries));
+    }
+
+    @Override
+    public Mono<Void> enqueueKeys(Collection<K> keys) {
+        return Mono.defer(() -> enqueue(asEntries(keys)));
+    }
+
+    @Override
+    @SafeVarargs
+    @SuppressWarnings("varargs") // the array is only read, through a list view
+    public final Mono<Void> enqueueKeys(K... keys) {
+        return enqueueKeys(listView(keys));
+    }
+
+    @Override
+    public Mono<Void> enqueue(Connection connection, Collection<Entry<K>> entries) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(connection, "connection");
+            List<EncodedEntry> merged = EncodedEntry.merge(List.of(encodeEntries(entries)));
+            return merged.isEmpty() ? Mono.<Void>empty() : upsert(connection, merged);
+        });
+    }
+
+    /** The group commit's write: merge every caller's entries, then one upsert. */
+    private Mono<Void> writeMerged(List<List<EncodedEntry>> batches) {
+        List<EncodedEntry> merged = EncodedEntry.merge(batches);
+        return withRetries(inConnection(connection -> upsert(connection, merged)));
+    }
+
+    private Mono<Void> upsert(Connection connection, List<EncodedEntry> merged) {
+        int n = merged.size();
+        String[] keys = new String[n];
+        Integer[] priorities = new Integer[n];
+        Long[] delays = new Long[n];
+        for (int i = 0; i < n; i++) {
+            EncodedEntry e = merged.get(i);
+            keys[i] = e.key();
+            priorities[i] = e.priority();
+            delays[i] = e.delayMicros();
+        }
+        Statement statement = connection.createStatement(sql.enqueue)
+                .bind(0, config.name())
+                .bind(1, keys)
+                .bind(2, priorities)
+                .bind(3, delays);
+        return rowsUpdated(statement).then();
+    }
+
+    private List<EncodedEntry> encodeEntries(Collection<Entry<K>> entries) {
+        Objects.requireNonNull(entries, "entries");
+        List<EncodedEntry> encoded = new ArrayList<>(entries.size());
+        for (Entry<K> entry : entries) {
+            Objects.requireNonNull(entry, "entry");
+            encoded.add(new EncodedEntry(KeyVetting.encode(codec, entry.key()), entry.priority(), micros(entry.delay())));
+        }
+        return encoded;
+    }
+
+    private static <K> List<Entry<K>> asEntries(Collection<K> keys) {
+        Objects.requireNonNull(keys, "keys");
+        List<Entry<K>> entries = new ArrayList<>(keys.size());
+        for (K key : keys) {
+            entries.add(Entry.of(key));
+        }
+        return entries;
+    }
+
+    // ---------------------------------------------------------------- claim
+
+    @Override
+    public Mono<List<Item<K>>> claim(int limit, Duration lease) {
+        return Mono.defer(() -> {
+            requirePositive("lease", lease);
+            int batch = limit <= 0 || limit > config.maxClaimBatch() ? config.maxClaimBatch() : limit;
+            long leaseMicros = micros(lease);
+            return inConnection(connection -> Flux.from(connection.createStatement(sql.claimDue)
+                            .bind(0, config.name())
+                            .bind(1, config.maxAttempts())
+                            .bind(2, batch)
+                            .bind(3, leaseMicros)
+                            .execute())
+                    .concatMap(result -> result.map((row, meta) -> new Item<>(
+                            codec.decode(Objects.requireNonNull(row.get(0, String.class))),
+                            Objects.requireNonNull(row.get(1, Integer.class)),
+                            Objects.requireNonNull(row.get(2, Integer.class)),
+                            Boolean.TRUE.equals(row.get(3, Boolean.class)))))
+                    .collectList());
+        });
+    }
+
+    @Override
+    public Flux<Item<K>> claimStream(Duration lease, Duration poll) {
+        return Flux.defer(() -> {
+            requirePositive("lease", lease);
+            requirePositive("poll", poll);
+            return new DemandPacedClaims<>(config.name(), config.maxClaimBatch(),
+                    want -> claim(want, lease), () -> awaitWork(poll),
+                    CLAIM_MIN_BACKOFF, CLAIM_MAX_BACKOFF, timer).flux();
+        });
+    }
+
+    // ---------------------------------------------------------------- lock-ordered writers
+
+    @Override
+    public Mono<Long> complete(Collection<K> keys) {
+        return writeKeys(keys, sql.completeKeys, statement -> statement);
+    }
+
+    @Override
+    @SafeVarargs
+    @SuppressWarnings("varargs") // the array is only read, through a list view
+    public final Mono<Long> complete(K... keys) {
+        return complete(listView(keys));
+    }
+
+    @Override
+    public Mono<Long> release(Duration delay, @Nullable Throwable cause, Collection<K> keys) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(delay, "delay");
+            long delayMicros = delay.isNegative() ? 0 : micros(delay);
+            String error = describe(cause);
+            return writeKeys(keys, sql.releaseKeys, statement -> {
+                statement.bind(2, delayMicros);
+                return error == null ? statement.bindNull(3, String.class) : statement.bind(3, error);
+            });
+        });
+    }
+
+    @Override
+    @SafeVarargs
+    @SuppressWarnings("varargs") // the array is only read, through a list view
+    public final Mono<Long> release(Duration delay, @Nullable Throwable cause, K... keys) {
+        return release(delay, cause, listView(keys));
+    }
+
+    @Override
+    public Mono<Long> remove(Collection<K> keys) {
+        return writeKeys(keys, sql.removeKeys, statement -> statement);
+    }
+
+    @Override
+    @SafeVarargs
+    @SuppressWarnings("varargs") // the array is only read, through a list view
+    public final Mono<Long> remove(K... keys) {
+        return remove(listView(keys));
+    }
+
+    /**
+     * Runs one of the lock-ordered key writers: $1 queue, $2 the distinct encoded keys, further
+     * parameters bound by {@code bindRest}. The statement orders its own locks, so the client's
+     * order does not matter; keys are still deduplicated so counts are of rows, not arguments.
+     */
+    private Mono<Long> writeKeys(Collection<K> keys, String statementSql, Function<Statement, Statement> bindRest) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(keys, "keys");
+            String[] encoded = keys.stream().map(key -> KeyVetting.encode(codec, key)).distinct().toArray(String[]::new);
+            if (encoded.length == 0) {
+                return Mono.just(0L);
+            }
+            return withRetries(inConnection(connection -> rowsUpdated(bindRest.apply(
+                    connection.createStatement(statementSql).bind(0, config.name()).bind(1, encoded)))));
+        });
+    }
+
+    // ---------------------------------------------------------------- maintenance and health
+
+    @Override
+    public Mono<Long> reap() {
+        return Mono.defer(() -> withRetries(inConnection(connection -> rowsUpdated(
+                connection.createStatement(sql.reapCompleted)
+                        .bind(0, config.name())
+                        .bind(1, micros(config.retention()))
+                        .bind(2, config.reapBatchSize())))));
+    }
+
+    @Override
+    public Mono<Stats> stats() {
+        return Mono.defer(() -> inConnection(connection -> Flux.from(connection.createStatement(sql.stats)
+                        .bind(0, config.name())
+                        .bind(1, config.maxAttempts())
+                        .execute())
+                .concatMap(result -> result.map((row, meta) -> new Stats(
+                        longValue(row.get("pending", Long.class)),
+                        longValue(row.get("ready", Long.class)),
+                        longValue(row.get("leased", Long.class)),
+                        longValue(row.get("stalled", Long.class)),
+                        longValue(row.get("completed", Long.class)),
+                        Duration.ofNanos(Math.multiplyExact(longValue(row.get("oldest_ready_us", Long.class)), 1000L)))))
+                .single()));
+    }
+
+    @Override
+    public Mono<Void> awaitWork(Duration poll) {
+        return Mono.defer(() -> {
+            requirePositive("poll", poll);
+            return wakeGate.await(poll);
+        });
+    }
+
+    @Override
+    public Mono<Void> close() {
+        return groupCommit.close();
+    }
+
+    // ---------------------------------------------------------------- plumbing
+
+    /** Borrows a connection for {@code work} and gives it back on completion, error and cancel. */
+    private <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
+        return Mono.usingWhen(connectionFactory.create(), work, Connection::close);
+    }
+
+    /** Runs a write again, on a fresh connection, only when PostgreSQL asks for it (40001, 40P01). */
+    private <T> Mono<T> withRetries(Mono<T> write) {
+        if (config.writeAttempts() <= 1) {
+            return write;
+        }
+        return write.retryWhen(Retry.max(config.writeAttempts() - 1L)
+                .filter(SqlStates::isWriteRetryable)
+                .doBeforeRetry(signal -> log.warn("write on queue {} hit SQLSTATE {}; retrying (attempt {} of {})",
+                        config.name(), SqlStates.sqlState(signal.failure()), signal.totalRetries() + 2,
+                        config.writeAttempts()))
+                .onRetryExhaustedThrow((spec, signal) -> signal.failure()));
+    }
+
+    private static Mono<Long> rowsUpdated(Statement statement) {
+        return Flux.from(statement.execute())
+                .concatMap(Result::getRowsUpdated)
+                .reduce(0L, Long::sum);
+    }
+
+    private static @Nullable String describe(@Nullable Throwable cause) {
+        if (cause == null) {
+            return null;
+        }
+        String message = cause.getMessage() != null ? cause.getMessage() : cause.getClass().getName();
+        // Bounded by code points so a surrogate pair is never split into an invalid string.
+        if (message.codePointCount(0, message.length()) > MAX_ERROR_LENGTH) {
+            message = message.substring(0, message.offsetByCodePoints(0, MAX_ERROR_LENGTH));
+        }
+        return message.replace('\0', '\uFFFD');
+    }
+
+    /**
+     * A view of a varargs array. A null array stays null, so that the method it is handed to
+     * reports it at subscription like any other bad argument, rather than throwing here.
+     */
+    private static <T> List<T> listView(T[] array) {
+        return array == null ? null : Arrays.asList(array);
+    }
+
+    private static long micros(Duration duration) {
+        return duration.getSeconds() * 1_000_000L + duration.getNano() / 1_000;
+    }
+
+    private static long longValue(@Nullable Long value) {
+        return value == null ? 0L : value;
+    }
+
+    private static void requirePositive(String name, @Nullable Duration value) {
+        if (value == null || value.isZero() || value.isNegative()) {
+            throw new IllegalArgumentException(name + " must be positive but was " + value);
+        }
+    }
+}

@@ -1,0 +1,166 @@
+package io.workqueue.postgres;
+
+import io.workqueue.migrations.WorkQueueMigrations;
+
+/**
+ * Every statement the queue issues, rendered once per table.
+ *
+ * <p>The table name is the only thing rendered into SQL, and it comes from a validated prefix; every
+ * value is a bind parameter. Batches travel as arrays ({@code unnest}, {@code = ANY}), so each
+ * statement's text is constant whatever the batch size and is prepared once per connection.
+ * Durations travel as microsecond counts multiplied by {@code INTERVAL '1 microsecond'}: the
+ * database's {@code now()} is the only clock, and no timestamp crosses the wire.
+ *
+ * <p>Parameter conventions shared by the claim and the stats read: {@code $1} is the queue name,
+ * {@code $2} the attempt limit (0 = unlimited), so {@link #DUE} can be rendered once into both.
+ */
+final class Sql {
+    /**
+     * What a claim hands out, and what {@code stats().ready} counts: the same text in both.
+     * Never-leased and released rows have {@code lease_until = 'epoch'}, so one comparison covers
+     * "no lease" and "lease lapsed".
+     */
+    static final String DUE = """
+            completed_at IS NULL
+                AND lease_until <= now()
+                AND available_at <= now()
+                AND ($2::int = 0 OR attempts < $2::int)""";
+
+    /** Pending and out of attempts; never true when attempts are unlimited. */
+    static final String STALLED = """
+            completed_at IS NULL AND $2::int > 0 AND attempts >= $2::int""";
+
+    final String table;
+    /** $1 queue, $2 keys text[], $3 priorities int[], $4 delays in microseconds bigint[]. */
+    final String enqueue;
+    /** $1 queue, $2 attempt limit, $3 limit, $4 lease in microseconds. */
+    final String claimDue;
+    /** $1 queue, $2 keys text[]. */
+    final String completeKeys;
+    /** $1 queue, $2 keys text[], $3 delay in microseconds, $4 last error (nullable). */
+    final String releaseKeys;
+    /** $1 queue, $2 keys text[]. */
+    final String removeKeys;
+    /** $1 queue, $2 retention in microseconds, $3 batch size. */
+    final String reapCompleted;
+    /** $1 queue, $2 attempt limit. */
+    final String stats;
+
+    Sql(String tablePrefix) {
+        this.table = WorkQueueMigrations.tableName(tablePrefix);
+        this.enqueue = """
+                -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
+                -- upserts lock in the one total order every writer uses. The caller has merged
+                -- duplicate keys already: ON CONFLICT cannot touch a row twice (21000).
+                INSERT INTO %1$s AS q (queue_name, item_key, priority, available_at)
+                SELECT $1::text, e.item_key, e.priority, now() + e.delay_us * INTERVAL '1 microsecond'
+                FROM unnest($2::text[], $3::int[], $4::bigint[]) AS e(item_key, priority, delay_us)
+                ORDER BY e.item_key COLLATE "C"
+                ON CONFLICT (queue_name, item_key) DO UPDATE SET
+                    -- Outstanding: priority only rises, availability only moves earlier, attempts,
+                    -- last error and a live lease are kept. Completed: restart it outright.
+                    priority = CASE WHEN q.completed_at IS NULL
+                        THEN GREATEST(q.priority, EXCLUDED.priority) ELSE EXCLUDED.priority END,
+                    available_at = CASE WHEN q.completed_at IS NULL
+                        THEN LEAST(q.available_at, EXCLUDED.available_at) ELSE EXCLUDED.available_at END,
+                    attempts = CASE WHEN q.completed_at IS NULL THEN q.attempts ELSE 0 END,
+                    last_error = CASE WHEN q.completed_at IS NULL THEN q.last_error END,
+                    enqueued_at = CASE WHEN q.completed_at IS NULL THEN q.enqueued_at ELSE EXCLUDED.enqueued_at END,
+                    lease_until = CASE WHEN q.completed_at IS NULL THEN q.lease_until ELSE 'epoch' END,
+                    completed_at = NULL
+                -- Skip rewriting rows the enqueue would not change: fewer dead tuples.
+                WHERE q.completed_at IS NOT NULL
+                    OR EXCLUDED.priority > q.priority
+                    OR EXCLUDED.available_at < q.available_at
+                """.formatted(table);
+        this.claimDue = """
+                -- The LIMIT sits above the lock: SKIP LOCKED passes over rows other claimers hold
+                -- and the scan carries on, so a claim gets a full batch while work remains.
+                WITH due AS MATERIALIZED (
+                    SELECT queue_name, item_key, lease_until
+                    FROM %1$s
+                    WHERE queue_name = $1::text AND %2$s
+                    ORDER BY priority DESC, available_at, item_key
+                    LIMIT $3::int
+                    FOR UPDATE SKIP LOCKED
+                ), leased AS (
+                    UPDATE %1$s AS q
+                    SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
+                        attempts = q.attempts + 1
+                    FROM due
+                    WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
+                    -- A prior lease after the epoch was a real one that lapsed: this is a reclaim.
+                    RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
+                )
+                SELECT item_key, priority, attempts, reclaimed
+                FROM leased
+                ORDER BY priority DESC, available_at, item_key
+                """.formatted(table, DUE);
+        this.completeKeys = lockKeysInOrder("AND completed_at IS NULL") + """
+                UPDATE %1$s AS q
+                SET completed_at = now(), lease_until = 'epoch', last_error = NULL
+                FROM target
+                WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+                """.formatted(table);
+        this.releaseKeys = lockKeysInOrder("AND completed_at IS NULL") + """
+                UPDATE %1$s AS q
+                SET lease_until = 'epoch',
+                    available_at = now() + GREATEST($3::bigint, 0) * INTERVAL '1 microsecond',
+                    last_error = $4::text
+                FROM target
+                WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+                """.formatted(table);
+        this.removeKeys = lockKeysInOrder("") + """
+                DELETE FROM %1$s AS q
+                USING target
+                WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+                """.formatted(table);
+        this.reapCompleted = """
+                -- Bounded, and SKIP LOCKED: the reaper never waits on, or deadlocks with, a writer.
+                WITH expired AS MATERIALIZED (
+                    SELECT queue_name, item_key
+                    FROM %1$s
+                    WHERE queue_name = $1::text
+                        AND completed_at IS NOT NULL
+                        AND completed_at < now() - $2::bigint * INTERVAL '1 microsecond'
+                    ORDER BY completed_at
+                    LIMIT $3::int
+                    FOR UPDATE SKIP LOCKED
+                )
+                DELETE FROM %1$s AS q
+                USING expired
+                WHERE q.queue_name = expired.queue_name AND q.item_key = expired.item_key
+                """.formatted(table);
+        this.stats = """
+                SELECT
+                    count(*) FILTER (WHERE completed_at IS NULL) AS pending,
+                    count(*) FILTER (WHERE %2$s) AS ready,
+                    count(*) FILTER (WHERE completed_at IS NULL AND lease_until > now()) AS leased,
+                    count(*) FILTER (WHERE %3$s) AS stalled,
+                    count(*) FILTER (WHERE completed_at IS NOT NULL) AS completed,
+                    -- Age on the database clock, in microseconds; 0 when nothing is ready.
+                    COALESCE(
+                        (EXTRACT(EPOCH FROM now() - min(available_at) FILTER (WHERE %2$s)) * 1000000)::bigint,
+                        0) AS oldest_ready_us
+                FROM %1$s
+                WHERE queue_name = $1::text
+                """.formatted(table, DUE, STALLED);
+    }
+
+    /**
+     * The lock-ordering CTE of complete, release and remove: it reaches the rows in primary-key
+     * order and locks them in that order ({@code item_key} is {@code COLLATE "C"}), so two
+     * overlapping batches queue behind each other instead of deadlocking.
+     */
+    private String lockKeysInOrder(String extraCondition) {
+        return """
+                WITH target AS MATERIALIZED (
+                    SELECT queue_name, item_key
+                    FROM %1$s
+                    WHERE queue_name = $1::text AND item_key = ANY($2::text[]) %2$s
+                    ORDER BY item_key
+                    FOR UPDATE
+                )
+                """.formatted(table, extraCondition);
+    }
+}
