@@ -65,7 +65,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         this.config = config;
         this.codec = codec;
         this.timer = timer;
-        this.sql = new Sql(config.tablePrefix());
+        this.sql = new Sql(config.tablePrefix(), !config.notifyChannel().isEmpty());
         this.groupCommit = new GroupCommit<>(config.name(), this::writeMerged, config.enqueueTimeout(), timer);
         this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
     }
@@ -164,6 +164,9 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                 .bind(1, keys)
                 .bind(2, priorities)
                 .bind(3, delays);
+        if (!config.notifyChannel().isEmpty()) {
+            statement.bind(4, config.notifyChannel());
+        }
         return rowsUpdated(statement).then();
     }
 

@@ -31,7 +31,10 @@ final class Sql {
             completed_at IS NULL AND $2::int > 0 AND attempts >= $2::int""";
 
     final String table;
-    /** $1 queue, $2 keys text[], $3 priorities int[], $4 delays in microseconds bigint[]. */
+    /**
+     * $1 queue, $2 keys text[], $3 priorities int[], $4 delays in microseconds bigint[], and, when
+     * the queue notifies, $5 the channel.
+     */
     final String enqueue;
     /** $1 queue, $2 attempt limit, $3 limit, $4 lease in microseconds. */
     final String claimDue;
@@ -46,9 +49,9 @@ final class Sql {
     /** $1 queue, $2 attempt limit. */
     final String stats;
 
-    Sql(String tablePrefix) {
+    Sql(String tablePrefix, boolean notify) {
         this.table = WorkQueueMigrations.tableName(tablePrefix);
-        this.enqueue = """
+        String upsert = """
                 -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
                 -- upserts lock in the one total order every writer uses. The caller has merged
                 -- duplicate keys already: ON CONFLICT cannot touch a row twice (21000).
@@ -73,6 +76,14 @@ final class Sql {
                     OR EXCLUDED.priority > q.priority
                     OR EXCLUDED.available_at < q.available_at
                 """.formatted(table);
+        this.enqueue = notify ? """
+                -- One statement, one transaction: the notification is delivered at commit, so no
+                -- listener wakes before the rows are visible, and a rollback sends nothing. One
+                -- notification per write, however many callers the write carries.
+                WITH written AS (
+                %s)
+                SELECT pg_notify($5::text, '')
+                """.formatted(upsert.indent(4)) : upsert;
         this.claimDue = """
                 -- The LIMIT sits above the lock: SKIP LOCKED passes over rows other claimers hold
                 -- and the scan carries on, so a claim gets a full batch while work remains.

@@ -1,0 +1,328 @@
+package io.workqueue.notify;
+
+import io.r2dbc.pool.ConnectionPool;
+import io.r2dbc.postgresql.api.Notification;
+import io.r2dbc.postgresql.api.PostgresqlConnection;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.ConnectionFactory;
+import io.workqueue.InvalidConfigException;
+import io.workqueue.UnsupportedDialectException;
+import io.workqueue.internal.Identifiers;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.util.retry.Retry;
+
+/**
+ * One LISTEN session on a dedicated PostgreSQL connection, shared by any number of subscribers, and
+ * kept alive across connection loss.
+ *
+ * <p><b>Lifecycle.</b> The connection opens when the first subscriber subscribes to
+ * {@link #notifications()} or {@link #wakeups()} (building the listener touches nothing), and
+ * stays open, whoever comes and goes, until {@link #close()}. When it is lost (server restart,
+ * {@code pg_terminate_backend}, a network cut caught by the periodic health check) the listener
+ * logs the loss, reconnects with jittered exponential back-off between the configured bounds,
+ * re-issues {@code LISTEN} and logs the recovery. Subscribers never see a lost connection as
+ * completion or error; they see a gap, and {@link #wakeups()} emits one synthetic signal per
+ * (re)established session to cover it, because anything sent while disconnected is lost.
+ *
+ * <p><b>Delivery.</b> NOTIFY is at-most-once and connection-scoped, and so is this. Both fluxes
+ * are hot and best-effort: a subscriber receives what arrives while it is subscribed and has
+ * demand; what it has no demand for is dropped, not buffered. Request unbounded (as the queue's
+ * wake gate does). Signals are emitted on the driver's event-loop thread: do not block there.
+ *
+ * <p>The factory must be a plain PostgreSQL factory, never a pool: LISTEN survives a pooled
+ * connection's release, and would keep delivering to a connection someone else now holds.
+ * Thread-safe.
+ */
+public final class PgNotificationListener {
+    private static final Logger log = LoggerFactory.getLogger(PgNotificationListener.class);
+
+    /** The synthetic element {@link #wakeups()} emits when a LISTEN session (re)establishes. */
+    public static final Object SESSION_ESTABLISHED = new Object() {
+        @Override
+        public String toString() {
+            return "SESSION_ESTABLISHED";
+        }
+    };
+
+    private final ConnectionFactory connectionFactory;
+    private final String channel;
+    private final Duration minBackoff;
+    private final Duration maxBackoff;
+    private final Duration healthCheckInterval;
+    private final Duration healthCheckTimeout;
+    private final Scheduler timer;
+
+    private final Sinks.Many<Notification> notifications = Sinks.many().multicast().directBestEffort();
+    private final Sinks.Many<Object> wakeups = Sinks.many().multicast().directBestEffort();
+    private final Object emitLock = new Object();
+    private final AtomicBoolean started = new AtomicBoolean();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicReference<@Nullable Connection> current = new AtomicReference<>();
+    private volatile @Nullable Disposable session;
+    private volatile boolean lost;
+
+    private PgNotificationListener(Builder builder) {
+        this.connectionFactory = builder.connectionFactory;
+        this.channel = builder.channel;
+        this.minBackoff = builder.minBackoff;
+        this.maxBackoff = builder.maxBackoff;
+        this.healthCheckInterval = builder.healthCheckInterval;
+        this.healthCheckTimeout = builder.healthCheckTimeout;
+        this.timer = builder.timer;
+    }
+
+    /** Starts building a listener over a non-pooled PostgreSQL {@code connectionFactory}. */
+    public static Builder builder(ConnectionFactory connectionFactory) {
+        return new Builder(connectionFactory);
+    }
+
+    /** The channel this listener listens on. */
+    public String channel() {
+        return channel;
+    }
+
+    /**
+     * The driver's notifications on {@link #channel()}: hot, shared, best-effort. Subscribing
+     * opens the LISTEN session if it is not open yet. Completes only on {@link #close()}.
+     */
+    public Flux<Notification> notifications() {
+        return notifications.asFlux().doOnSubscribe(s -> start());
+    }
+
+    /**
+     * Every notification plus {@link #SESSION_ESTABLISHED} each time a LISTEN session is
+     * (re)established: hand this to {@code WorkQueueBuilder.wakeups(...)}. Hot, shared,
+     * best-effort; subscribing opens the session if needed; completes only on {@link #close()}.
+     */
+    public Flux<Object> wakeups() {
+        return wakeups.asFlux().doOnSubscribe(s -> start());
+    }
+
+    /**
+     * Stops listening for good: ends the session, closes the connection, completes subscribers.
+     * Idempotent. Cold: nothing happens until subscription.
+     */
+    public Mono<Void> close() {
+        return Mono.defer(() -> {
+            if (!closed.compareAndSet(false, true)) {
+                return Mono.empty();
+            }
+            Disposable running = session;
+            if (running != null) {
+                running.dispose();
+            }
+            synchronized (emitLock) {
+                notifications.tryEmitComplete();
+                wakeups.tryEmitComplete();
+            }
+            Connection connection = current.getAndSet(null);
+            return connection == null ? Mono.empty() : Mono.from(connection.close()).onErrorResume(e -> Mono.empty());
+        });
+    }
+
+    private void start() {
+        if (closed.get() || !started.compareAndSet(false, true)) {
+            return;
+        }
+        session = sessions()
+                .retryWhen(Retry.backoff(Long.MAX_VALUE, minBackoff)
+                        .maxBackoff(maxBackoff)
+                        .jitter(0.5)
+                        .scheduler(timer)
+                        .transientErrors(true) // an established session resets the back-off
+                        .filter(e -> !closed.get() && !(e instanceof UnsupportedDialectException))
+                        .doBeforeRetry(signal -> {
+                            lost = true;
+                            log.warn("LISTEN {} lost its connection ({}); reconnecting (attempt {})",
+                                    channel, signal.failure().toString(), signal.totalRetriesInARow() + 1);
+                        }))
+                .subscribe(
+                        ignored -> {},
+                        error -> {
+                            log.error("LISTEN {} stopped", channel, error);
+                            synchronized (emitLock) {
+                                notifications.tryEmitError(error);
+                                wakeups.tryEmitError(error);
+                            }
+                        });
+    }
+
+    /**
+     * One LISTEN session per subscription: emits once when established, errors when the connection
+     * is lost (the notification stream errors on a killed backend and completes on a closed one;
+     * both are loss here), and closes its connection however it ends.
+     */
+    private Flux<Object> sessions() {
+        return Flux.usingWhen(
+                Mono.defer(() -> Mono.from(connectionFactory.create())),
+                this::listen,
+                connection -> {
+                    current.compareAndSet(connection, null);
+                    return Mono.from(connection.close()).onErrorResume(e -> Mono.empty());
+                });
+    }
+
+    private Flux<Object> listen(Connection connection) {
+        if (!(connection instanceof PostgresqlConnection postgres)) {
+            return Flux.error(new UnsupportedDialectException("PgNotificationListener needs a PostgresqlConnection"
+                    + " but the factory made " + connection.getClass().getName()));
+        }
+        current.set(connection);
+        if (closed.get()) {
+            return Flux.empty();
+        }
+        // Subscribe to the notification stream before LISTEN: the stream drops what arrives unobserved.
+        Flux<Object> incoming = postgres.getNotifications()
+                .doOnNext(this::publish)
+                .thenMany(Flux.error(() -> new ListenerConnectionLostException("notification stream completed")));
+        Flux<Object> established = Flux.from(postgres.createStatement("LISTEN " + channel).execute())
+                .concatMap(result -> result.getRowsUpdated())
+                .then(Mono.<Object>fromCallable(this::onEstablished))
+                .flux();
+        Flux<Object> health = Flux.interval(healthCheckInterval, timer)
+                .onBackpressureDrop()
+                .concatMap(tick -> ping(postgres), 1)
+                .thenMany(Flux.empty());
+        return Flux.merge(incoming, established.concatWith(health));
+    }
+
+    private Mono<Object> ping(PostgresqlConnection connection) {
+        return Flux.from(connection.createStatement("SELECT 1").execute())
+                .concatMap(result -> result.map((row, meta) -> 1))
+                .then(Mono.empty())
+                .timeout(healthCheckTimeout, timer)
+                .onErrorMap(e -> new ListenerConnectionLostException("health check failed: " + e, e));
+    }
+
+    private Object onEstablished() {
+        if (lost) {
+            lost = false;
+            log.info("LISTEN {} re-established", channel);
+        } else {
+            log.debug("LISTEN {} established", channel);
+        }
+        synchronized (emitLock) {
+            wakeups.tryEmitNext(SESSION_ESTABLISHED);
+        }
+        return SESSION_ESTABLISHED;
+    }
+
+    private void publish(Notification notification) {
+        if (!channel.equals(notification.getName())) {
+            return;
+        }
+        synchronized (emitLock) {
+            notifications.tryEmitNext(notification);
+            wakeups.tryEmitNext(notification);
+        }
+    }
+
+    /** Why a session ended, when it was not asked to. */
+    static final class ListenerConnectionLostException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        ListenerConnectionLostException(String message) {
+            super(message);
+        }
+
+        ListenerConnectionLostException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /**
+     * Assembles a {@link PgNotificationListener}. Not thread-safe; {@link #build()} validates
+     * synchronously and throws.
+     */
+    public static final class Builder {
+        private final ConnectionFactory connectionFactory;
+        private @Nullable String channel;
+        private Duration minBackoff = Duration.ofMillis(100);
+        private Duration maxBackoff = Duration.ofSeconds(10);
+        private Duration healthCheckInterval = Duration.ofSeconds(30);
+        private Duration healthCheckTimeout = Duration.ofSeconds(5);
+        private Scheduler timer = Schedulers.parallel();
+
+        private Builder(ConnectionFactory connectionFactory) {
+            this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
+        }
+
+        /** The channel to LISTEN on: a plain lower-case identifier; required. */
+        public Builder channel(String channel) {
+            this.channel = channel;
+            return this;
+        }
+
+        /** Bounds of the jittered exponential back-off between reconnects; default 100 ms to 10 s. */
+        public Builder reconnectBackoff(Duration min, Duration max) {
+            this.minBackoff = min;
+            this.maxBackoff = max;
+            return this;
+        }
+
+        /**
+         * How often an idle session proves its connection with {@code SELECT 1}, and how long the
+         * answer may take; default every 30 s within 5 s. A half-open TCP connection gives no
+         * other signal.
+         */
+        public Builder healthCheck(Duration interval, Duration timeout) {
+            this.healthCheckInterval = interval;
+            this.healthCheckTimeout = timeout;
+            return this;
+        }
+
+        /** The scheduler for back-off and health checks; default {@code Schedulers.parallel()}. */
+        public Builder timer(Scheduler timer) {
+            this.timer = Objects.requireNonNull(timer, "timer");
+            return this;
+        }
+
+        /**
+         * The listener; nothing is connected until its first subscriber.
+         *
+         * @throws InvalidConfigException for a missing or malformed channel, bad durations, or a
+         *                                pooled factory
+         * @throws UnsupportedDialectException if the factory is not PostgreSQL
+         */
+        public PgNotificationListener build() {
+            if (channel == null) {
+                throw new InvalidConfigException("channel is required");
+            }
+            Identifiers.requirePlain("channel", channel);
+            if (minBackoff == null || minBackoff.isNegative() || minBackoff.isZero()) {
+                throw new InvalidConfigException("reconnectBackoff min must be positive but was " + minBackoff);
+            }
+            if (maxBackoff == null || maxBackoff.compareTo(minBackoff) < 0) {
+                throw new InvalidConfigException("reconnectBackoff max must be at least min (" + minBackoff
+                        + ") but was " + maxBackoff);
+            }
+            if (healthCheckInterval == null || healthCheckInterval.isNegative() || healthCheckInterval.isZero()) {
+                throw new InvalidConfigException("healthCheck interval must be positive but was " + healthCheckInterval);
+            }
+            if (healthCheckTimeout == null || healthCheckTimeout.isNegative() || healthCheckTimeout.isZero()) {
+                throw new InvalidConfigException("healthCheck timeout must be positive but was " + healthCheckTimeout);
+            }
+            if (connectionFactory instanceof ConnectionPool) {
+                throw new InvalidConfigException("PgNotificationListener needs a non-pooled connection factory:"
+                        + " LISTEN outlives a pooled connection's release");
+            }
+            String product = connectionFactory.getMetadata().getName();
+            if (!"PostgreSQL".equalsIgnoreCase(product)) {
+                throw new UnsupportedDialectException("LISTEN/NOTIFY needs PostgreSQL, but the factory reports " + product);
+            }
+            return new PgNotificationListener(this);
+        }
+    }
+}

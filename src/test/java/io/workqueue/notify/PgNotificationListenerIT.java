@@ -1,0 +1,236 @@
+package io.workqueue.notify;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.r2dbc.postgresql.api.Notification;
+import io.workqueue.InvalidConfigException;
+import io.workqueue.Item;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueConfig;
+import io.workqueue.testing.TestDatabase;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+class PgNotificationListenerIT {
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+    private static String prefix;
+    private final List<PgNotificationListener> listeners = new CopyOnWriteArrayList<>();
+    private final List<Disposable> subscriptions = new CopyOnWriteArrayList<>();
+
+    @BeforeAll
+    static void createTable() {
+        prefix = TestDatabase.createTable();
+    }
+
+    @AfterEach
+    void closeListeners() {
+        subscriptions.forEach(Disposable::dispose);
+        listeners.forEach(l -> l.close().block(TIMEOUT));
+    }
+
+    private static String uniqueChannel() {
+        return TestDatabase.uniquePrefix();
+    }
+
+    private PgNotificationListener listener(String channel) {
+        PgNotificationListener listener = PgNotificationListener.builder(TestDatabase.plain())
+                .channel(channel)
+                .reconnectBackoff(Duration.ofMillis(50), Duration.ofMillis(500))
+                .build();
+        listeners.add(listener);
+        return listener;
+    }
+
+    private static ReactiveWorkQueue<String> queue(String channel, PgNotificationListener listener) {
+        WorkQueueConfig.Builder config = WorkQueueConfig.builder(TestDatabase.uniqueName("notify")).tablePrefix(prefix);
+        if (channel != null) {
+            config.notifyChannel(channel);
+        }
+        var builder = ReactiveWorkQueue.builder(TestDatabase.pool(), String.class).config(config.build());
+        if (listener != null) {
+            builder.wakeups(listener.wakeups());
+        }
+        return builder.build();
+    }
+
+    /** Subscribes to the listener's wakeups and waits for the session to be established. */
+    private void awaitSession(PgNotificationListener listener) {
+        AtomicInteger sessions = new AtomicInteger();
+        subscriptions.add(listener.wakeups()
+                .filter(w -> w == PgNotificationListener.SESSION_ESTABLISHED)
+                .subscribe(w -> sessions.incrementAndGet()));
+        awaitTrue(() -> sessions.get() > 0, "LISTEN session established");
+    }
+
+    @Test
+    void anEnqueueWakesAWaitThroughARealListener() {
+        String channel = uniqueChannel();
+        PgNotificationListener listener = listener(channel);
+        ReactiveWorkQueue<String> queue = queue(channel, listener);
+        awaitSession(listener);
+        queue.awaitWork(Duration.ofMillis(200)).block(TIMEOUT); // the queue subscribes its wakeups on the first wait
+
+        long start = System.nanoTime();
+        Mono<Void> wait = queue.awaitWork(Duration.ofSeconds(30)).cache();
+        wait.subscribe();
+        queue.enqueueKeys("wake-me").block(TIMEOUT);
+        wait.block(TIMEOUT);
+        long elapsedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertTrue(elapsedMillis < 1_000, "woken after " + elapsedMillis + " ms; the poll was 30 s");
+    }
+
+    @Test
+    void withoutAChannelTheSameWaitRunsOutItsPoll() {
+        String channel = uniqueChannel();
+        PgNotificationListener listener = listener(channel);
+        ReactiveWorkQueue<String> queue = queue(null, listener); // enqueues send no notification
+        awaitSession(listener);
+        queue.awaitWork(Duration.ofMillis(200)).block(TIMEOUT);
+
+        long start = System.nanoTime();
+        Mono<Void> wait = queue.awaitWork(Duration.ofSeconds(2)).cache();
+        wait.subscribe();
+        queue.enqueueKeys("nobody-hears").block(TIMEOUT);
+        wait.block(TIMEOUT);
+        long elapsedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertTrue(elapsedMillis >= 1_900, "completed after " + elapsedMillis + " ms without any notification");
+    }
+
+    @Test
+    void aThousandConcurrentEnqueuesSendFarFewerNotificationsThanCalls() {
+        String channel = uniqueChannel();
+        PgNotificationListener listener = listener(channel);
+        ReactiveWorkQueue<String> queue = queue(channel, null);
+        AtomicInteger received = new AtomicInteger();
+        subscriptions.add(listener.notifications().subscribe(n -> received.incrementAndGet()));
+        awaitSession(listener);
+
+        Flux.range(0, 1_000)
+                .flatMap(i -> queue.enqueueKeys("k" + i), 1_000)
+                .then()
+                .block(TIMEOUT);
+        // A sentinel from another session marks the end: notifications from one session arrive in order.
+        TestDatabase.execute("SELECT pg_notify('" + channel + "', 'end')");
+        List<Notification> seen = new CopyOnWriteArrayList<>();
+        subscriptions.add(listener.notifications().subscribe(seen::add));
+        TestDatabase.execute("SELECT pg_notify('" + channel + "', 'end')");
+        awaitTrue(() -> seen.stream().anyMatch(n -> "end".equals(n.getParameter())), "sentinel");
+
+        int notifications = received.get() - 2;
+        assertTrue(notifications >= 1, "at least one notification");
+        assertTrue(notifications <= 100, notifications + " notifications for 1,000 enqueue calls");
+        assertEquals(1_000L, queue.stats().block(TIMEOUT).pending());
+    }
+
+    @Test
+    void aKilledBackendIsReplacedAndLaterNotificationsArrive() {
+        String channel = uniqueChannel();
+        PgNotificationListener listener = listener(channel);
+        AtomicInteger sessions = new AtomicInteger();
+        List<String> payloads = new CopyOnWriteArrayList<>();
+        AtomicInteger terminations = new AtomicInteger();
+        subscriptions.add(listener.wakeups().subscribe(
+                w -> {
+                    if (w == PgNotificationListener.SESSION_ESTABLISHED) {
+                        sessions.incrementAndGet();
+                    } else {
+                        payloads.add(((Notification) w).getParameter());
+                    }
+                },
+                e -> terminations.incrementAndGet(),
+                terminations::incrementAndGet));
+        awaitTrue(() -> sessions.get() == 1, "first session");
+
+        long killed = TestDatabase.queryLong(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1", "LISTEN " + channel);
+        assertEquals(1L, killed, "the listener's backend was found and terminated");
+
+        awaitTrue(() -> sessions.get() == 2, "session re-established after pg_terminate_backend");
+        TestDatabase.execute("SELECT pg_notify('" + channel + "', 'after')");
+        awaitTrue(() -> payloads.contains("after"), "notification after reconnect");
+        assertEquals(0, terminations.get(), "subscribers never see a lost connection as completion or error");
+    }
+
+    @Test
+    void aClaimStreamFedByWakeupsPicksUpAFreshKeyPromptly() {
+        String channel = uniqueChannel();
+        PgNotificationListener listener = listener(channel);
+        ReactiveWorkQueue<String> queue = queue(channel, listener);
+        awaitSession(listener);
+        List<Item<String>> received = new CopyOnWriteArrayList<>();
+        subscriptions.add(queue.claimStream(Duration.ofMinutes(1), Duration.ofSeconds(30)).subscribe(received::add));
+        // Let the stream come back empty and settle into its 30 s wait.
+        awaitTrue(() -> queue.stats().block(TIMEOUT).pending() == 0, "empty queue");
+
+        for (String key : List.of("first", "second")) {
+            long start = System.nanoTime();
+            queue.enqueueKeys(key).block(TIMEOUT);
+            awaitTrue(() -> received.stream().anyMatch(i -> i.key().equals(key)), key + " claimed");
+            long elapsedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertTrue(elapsedMillis < 2_000, key + " claimed after " + elapsedMillis + " ms; the poll is 30 s");
+        }
+    }
+
+    @Test
+    void closeCompletesSubscribersAndReleasesTheConnection() {
+        String channel = uniqueChannel();
+        PgNotificationListener listener = listener(channel);
+        awaitSession(listener);
+        AtomicInteger completed = new AtomicInteger();
+        listener.notifications().subscribe(n -> {}, e -> {}, completed::incrementAndGet);
+        listener.close().block(TIMEOUT);
+        assertEquals(1, completed.get());
+        awaitTrue(() -> TestDatabase.queryLong(
+                "SELECT count(*) FROM pg_stat_activity WHERE query = $1", "LISTEN " + channel) == 0, "backend gone");
+    }
+
+    @Test
+    void nothingConnectsBeforeTheFirstSubscriber() {
+        String channel = uniqueChannel();
+        listener(channel);
+        assertEquals(0L, TestDatabase.queryLong(
+                "SELECT count(*) FROM pg_stat_activity WHERE query = $1", "LISTEN " + channel));
+    }
+
+    @Test
+    void badChannelsAndPooledFactoriesAreRefusedAtBuild() {
+        for (String bad : List.of("", "Upper", "1digit", "a b", "x; DROP TABLE y", "a\"b")) {
+            assertThrows(InvalidConfigException.class,
+                    () -> PgNotificationListener.builder(TestDatabase.plain()).channel(bad).build(), bad);
+        }
+        InvalidConfigException pooled = assertThrows(InvalidConfigException.class,
+                () -> PgNotificationListener.builder(TestDatabase.pool()).channel("ok").build());
+        assertTrue(pooled.getMessage().contains("non-pooled"));
+        assertInstanceOf(InvalidConfigException.class, assertThrows(RuntimeException.class,
+                () -> WorkQueueConfig.builder("q").notifyChannel("Bad Channel").build()));
+    }
+
+    private static void awaitTrue(BooleanSupplier condition, String what) {
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            Mono.delay(Duration.ofMillis(10)).block();
+        }
+    }
+
+    @SuppressWarnings("unused")
+    private static List<Integer> range(int n) {
+        return IntStream.range(0, n).boxed().toList();
+    }
+}
