@@ -10,8 +10,8 @@ import java.time.Duration;
  * @param leased         pending items with a live lease
  * @param stalled        pending items out of attempts ({@code 0} when attempts are unlimited)
  * @param completed      completed items not yet reaped
- * @param oldestReadyAge how long the oldest ready item has been available, {@link Duration#ZERO}
- *                       when nothing is ready; the number to alert on, since depth alone cannot
+ * @param oldestReadyAge how long the longest-waiting ready item has been claimable (available,
+ *                       and any lease on it lapsed), {@link Duration#ZERO} when nothing is ready; the number to alert on, since depth alone cannot
  *                       tell a deep moving queue from a deep stuck one
  */
 public record Stats(long pending, long ready, long leased, long stalled, long completed, Duration oldestReadyAge) {}

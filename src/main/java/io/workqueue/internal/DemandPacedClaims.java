@@ -102,6 +102,7 @@ public final class DemandPacedClaims<T> {
 
         private void onClaimed(List<T> items, int wanted) {
             failures = 0;
+            log.debug("claim on queue {} asked for {} and leased {}", name, wanted, items.size());
             items.forEach(sink::next);
             if (items.size() < wanted) {
                 run(awaitWork.get().thenReturn(this::idle));

@@ -149,9 +149,12 @@ final class Sql {
                     count(*) FILTER (WHERE completed_at IS NULL AND lease_until > now()) AS leased,
                     count(*) FILTER (WHERE %3$s) AS stalled,
                     count(*) FILTER (WHERE completed_at IS NOT NULL) AS completed,
-                    -- Age on the database clock, in microseconds; 0 when nothing is ready.
+                    -- How long the longest-waiting ready item has been claimable, on the database
+                    -- clock, in microseconds (0 when nothing is ready). An item became claimable
+                    -- when it was available and any lease on it had lapsed, whichever was later.
                     COALESCE(
-                        (EXTRACT(EPOCH FROM now() - min(available_at) FILTER (WHERE %2$s)) * 1000000)::bigint,
+                        (EXTRACT(EPOCH FROM now() - min(GREATEST(available_at, lease_until)) FILTER (WHERE %2$s))
+                            * 1000000)::bigint,
                         0) AS oldest_ready_us
                 FROM %1$s
                 WHERE queue_name = $1::text
