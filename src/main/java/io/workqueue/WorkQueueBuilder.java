@@ -1,6 +1,9 @@
 package io.workqueue;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.r2dbc.spi.ConnectionFactory;
+import io.workqueue.internal.MicrometerQueueMetrics;
+import io.workqueue.internal.QueueMetrics;
 import io.workqueue.postgres.PostgresWorkQueue;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
@@ -22,6 +25,8 @@ public final class WorkQueueBuilder<K> {
     private @Nullable KeyCodec<K> keyCodec;
     private @Nullable Publisher<?> wakeups;
     private Scheduler timer = Schedulers.parallel();
+    /** Held as {@code Object} so that this class never needs Micrometer unless a registry is given. */
+    private @Nullable Object meterRegistry;
 
     WorkQueueBuilder(ConnectionFactory connectionFactory, Class<K> keyType) {
         this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
@@ -52,6 +57,16 @@ public final class WorkQueueBuilder<K> {
     }
 
     /**
+     * Records the meters named in {@link WorkQueueMeters} to {@code registry}, tagged with the
+     * queue's name. Micrometer is an optional dependency: without this call it need not be on the
+     * classpath.
+     */
+    public WorkQueueBuilder<K> meterRegistry(MeterRegistry registry) {
+        this.meterRegistry = Objects.requireNonNull(registry, "registry");
+        return this;
+    }
+
+    /**
      * The scheduler for the queue's timers (poll delays, wake floor, claim back-off); default
      * {@link Schedulers#parallel()}. Tests pass a virtual-time scheduler.
      */
@@ -71,6 +86,9 @@ public final class WorkQueueBuilder<K> {
             throw new InvalidConfigException("config is required: call config(WorkQueueConfig) before build()");
         }
         KeyCodec<K> codec = keyCodec != null ? keyCodec : KeyCodec.defaultFor(keyType);
-        return PostgresWorkQueue.create(connectionFactory, config, codec, wakeups, timer);
+        QueueMetrics metrics = meterRegistry == null
+                ? QueueMetrics.NONE
+                : MicrometerQueueMetrics.forRegistry(meterRegistry, config.name());
+        return PostgresWorkQueue.create(connectionFactory, config, codec, wakeups, timer, metrics);
     }
 }

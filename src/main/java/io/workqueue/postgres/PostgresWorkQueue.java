@@ -14,6 +14,7 @@ import io.workqueue.WorkQueueConfig;
 import io.workqueue.internal.DemandPacedClaims;
 import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.KeyVetting;
+import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.SqlStates;
 import io.workqueue.internal.WakeGate;
 import java.time.Duration;
@@ -58,13 +59,15 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private final Sql sql;
     private final GroupCommit<List<EncodedEntry>> groupCommit;
     private final WakeGate wakeGate;
+    private final QueueMetrics metrics;
 
     private PostgresWorkQueue(ConnectionFactory connectionFactory, WorkQueueConfig config, KeyCodec<K> codec,
-            @Nullable Publisher<?> wakeups, Scheduler timer) {
+            @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics) {
         this.connectionFactory = connectionFactory;
         this.config = config;
         this.codec = codec;
         this.timer = timer;
+        this.metrics = metrics;
         this.sql = new Sql(config.tablePrefix(), !config.notifyChannel().isEmpty());
         this.groupCommit = new GroupCommit<>(config.name(), this::writeMerged, config.enqueueTimeout(), timer);
         this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
@@ -76,13 +79,14 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      * @throws UnsupportedDialectException if the factory does not report PostgreSQL
      */
     public static <K> PostgresWorkQueue<K> create(ConnectionFactory connectionFactory, WorkQueueConfig config,
-            KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer) {
+            KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics) {
         Objects.requireNonNull(connectionFactory, "connectionFactory");
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(codec, "codec");
         Objects.requireNonNull(timer, "timer");
+        Objects.requireNonNull(metrics, "metrics");
         requirePostgres(connectionFactory);
-        return new PostgresWorkQueue<>(connectionFactory, config, codec, wakeups, timer);
+        return new PostgresWorkQueue<>(connectionFactory, config, codec, wakeups, timer, metrics);
     }
 
     /** Pools report the metadata of the factory they wrap, so one check covers both. */
@@ -138,14 +142,18 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Mono.defer(() -> {
             Objects.requireNonNull(connection, "connection");
             List<EncodedEntry> merged = EncodedEntry.merge(List.of(encodeEntries(entries)));
-            return merged.isEmpty() ? Mono.<Void>empty() : upsert(connection, merged);
+            return merged.isEmpty()
+                    ? Mono.<Void>empty()
+                    : upsert(connection, merged).doOnSuccess(ignored -> metrics.enqueued(merged.size()));
         });
     }
 
     /** The group commit's write: merge every caller's entries, then one upsert. */
     private Mono<Void> writeMerged(List<List<EncodedEntry>> batches) {
         List<EncodedEntry> merged = EncodedEntry.merge(batches);
-        return withRetries(inConnection(connection -> upsert(connection, merged)));
+        long start = System.nanoTime();
+        return withRetries(inConnection(connection -> upsert(connection, merged)))
+                .doOnSuccess(ignored -> metrics.flushed(merged.size(), System.nanoTime() - start));
     }
 
     private Mono<Void> upsert(Connection connection, List<EncodedEntry> merged) {
@@ -197,6 +205,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             requirePositive("lease", lease);
             int batch = limit <= 0 || limit > config.maxClaimBatch() ? config.maxClaimBatch() : limit;
             long leaseMicros = micros(lease);
+            long start = System.nanoTime();
             return inConnection(connection -> Flux.from(connection.createStatement(sql.claimDue)
                             .bind(0, config.name())
                             .bind(1, config.maxAttempts())
@@ -208,7 +217,9 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                             Objects.requireNonNull(row.get(1, Integer.class)),
                             Objects.requireNonNull(row.get(2, Integer.class)),
                             Boolean.TRUE.equals(row.get(3, Boolean.class)))))
-                    .collectList());
+                    .collectList()
+                    .doOnNext(items -> metrics.claimed(items.size(),
+                            (int) items.stream().filter(Item::reclaimed).count(), System.nanoTime() - start)));
         });
     }
 
@@ -227,7 +238,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<Long> complete(Collection<K> keys) {
-        return writeKeys(keys, sql.completeKeys, statement -> statement);
+        return writeKeys(keys, sql.completeKeys, statement -> statement).doOnNext(metrics::completed);
     }
 
     @Override
@@ -246,7 +257,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             return writeKeys(keys, sql.releaseKeys, statement -> {
                 statement.bind(2, delayMicros);
                 return error == null ? statement.bindNull(3, String.class) : statement.bind(3, error);
-            });
+            }).doOnNext(metrics::released);
         });
     }
 
@@ -259,7 +270,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<Long> remove(Collection<K> keys) {
-        return writeKeys(keys, sql.removeKeys, statement -> statement);
+        return writeKeys(keys, sql.removeKeys, statement -> statement).doOnNext(metrics::removed);
     }
 
     @Override
@@ -294,7 +305,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                 connection.createStatement(sql.reapCompleted)
                         .bind(0, config.name())
                         .bind(1, micros(config.retention()))
-                        .bind(2, config.reapBatchSize())))));
+                        .bind(2, config.reapBatchSize()))))
+                .doOnNext(metrics::reaped));
     }
 
     @Override
@@ -310,7 +322,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                         longValue(row.get("stalled", Long.class)),
                         longValue(row.get("completed", Long.class)),
                         Duration.ofNanos(Math.multiplyExact(longValue(row.get("oldest_ready_us", Long.class)), 1000L)))))
-                .single()));
+                .single()
+                .doOnNext(metrics::observed)));
     }
 
     @Override
@@ -340,6 +353,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         }
         return write.retryWhen(Retry.max(config.writeAttempts() - 1L)
                 .filter(SqlStates::isWriteRetryable)
+                .doBeforeRetry(signal -> metrics.writeRetried())
                 .doBeforeRetry(signal -> log.warn("write on queue {} hit SQLSTATE {}; retrying (attempt {} of {})",
                         config.name(), SqlStates.sqlState(signal.failure()), signal.totalRetries() + 2,
                         config.writeAttempts()))

@@ -1,0 +1,49 @@
+package io.workqueue;
+
+/**
+ * The names of every meter a queue records when given a Micrometer {@code MeterRegistry} (see
+ * {@link WorkQueueBuilder#meterRegistry}). Every meter carries the tag {@value #QUEUE_TAG} with the
+ * queue's name. Times are recorded as Micrometer timers (base unit seconds), sizes as distribution
+ * summaries.
+ */
+public final class WorkQueueMeters {
+    /** The tag naming the logical queue on every meter. */
+    public static final String QUEUE_TAG = "queue";
+
+    /** Counter: keys written by enqueues (after merging duplicates within a write). */
+    public static final String ENQUEUED = "workqueue.enqueued";
+    /** Counter: items leased by claims. */
+    public static final String CLAIMED = "workqueue.claimed";
+    /** Counter: claims that took over a lapsed lease; compare its rate with {@link #CLAIMED}'s. */
+    public static final String RECLAIMED = "workqueue.reclaimed";
+    /** Counter: items completed. */
+    public static final String COMPLETED = "workqueue.completed";
+    /** Counter: items released. */
+    public static final String RELEASED = "workqueue.released";
+    /** Counter: items removed. */
+    public static final String REMOVED = "workqueue.removed";
+    /** Counter: completed items deleted by reap. */
+    public static final String REAPED = "workqueue.reaped";
+    /** Counter: writes run again because PostgreSQL asked (SQLSTATE 40001, 40P01). */
+    public static final String WRITE_RETRIES = "workqueue.write.retries";
+
+    /** Gauge, updated by {@code stats()}: items not completed. */
+    public static final String DEPTH = "workqueue.depth";
+    /** Gauge, updated by {@code stats()}: items a claim would hand out now. */
+    public static final String READY = "workqueue.ready";
+    /** Gauge, updated by {@code stats()}: items out of attempts. */
+    public static final String STALLED = "workqueue.stalled";
+    /** Gauge, updated by {@code stats()}, in seconds: how long the oldest ready item has waited. */
+    public static final String OLDEST_READY_AGE = "workqueue.oldest.ready.age";
+
+    /** Distribution summary: items leased per claim statement. */
+    public static final String CLAIM_BATCH_SIZE = "workqueue.claim.batch.size";
+    /** Timer: one claim statement, connection acquisition included. */
+    public static final String CLAIM_LATENCY = "workqueue.claim.latency";
+    /** Distribution summary: distinct keys per group-committed enqueue write. */
+    public static final String ENQUEUE_FLUSH_SIZE = "workqueue.enqueue.flush.size";
+    /** Timer: one group-committed enqueue write, retries included. */
+    public static final String ENQUEUE_FLUSH_LATENCY = "workqueue.enqueue.flush.latency";
+
+    private WorkQueueMeters() {}
+}

@@ -1,0 +1,129 @@
+package io.workqueue.internal;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import io.workqueue.Stats;
+import io.workqueue.WorkQueueMeters;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * {@link QueueMetrics} over a Micrometer registry: the meters named in {@link WorkQueueMeters},
+ * tagged with the queue's name. Only loaded when a registry is configured. Thread-safe.
+ */
+public final class MicrometerQueueMetrics implements QueueMetrics {
+    private final Counter enqueued;
+    private final Counter claimed;
+    private final Counter reclaimed;
+    private final Counter completed;
+    private final Counter released;
+    private final Counter removed;
+    private final Counter reaped;
+    private final Counter writeRetries;
+    private final DistributionSummary claimBatchSize;
+    private final Timer claimLatency;
+    private final DistributionSummary flushSize;
+    private final Timer flushLatency;
+    /** The last snapshot; the gauges read it, so they show nothing until the first stats(). */
+    private final AtomicReference<Stats> lastStats = new AtomicReference<>();
+
+    /** Registers every meter for the queue called {@code queueName}. */
+    public MicrometerQueueMetrics(MeterRegistry registry, String queueName) {
+        Tags tags = Tags.of(WorkQueueMeters.QUEUE_TAG, queueName);
+        enqueued = counter(registry, WorkQueueMeters.ENQUEUED, "keys written by enqueues", tags);
+        claimed = counter(registry, WorkQueueMeters.CLAIMED, "items leased by claims", tags);
+        reclaimed = counter(registry, WorkQueueMeters.RECLAIMED, "claims that took over a lapsed lease", tags);
+        completed = counter(registry, WorkQueueMeters.COMPLETED, "items completed", tags);
+        released = counter(registry, WorkQueueMeters.RELEASED, "items released", tags);
+        removed = counter(registry, WorkQueueMeters.REMOVED, "items removed", tags);
+        reaped = counter(registry, WorkQueueMeters.REAPED, "completed items deleted", tags);
+        writeRetries = counter(registry, WorkQueueMeters.WRITE_RETRIES, "writes retried on 40001/40P01", tags);
+        claimBatchSize = DistributionSummary.builder(WorkQueueMeters.CLAIM_BATCH_SIZE)
+                .description("items leased per claim").baseUnit("items").tags(tags).register(registry);
+        claimLatency = Timer.builder(WorkQueueMeters.CLAIM_LATENCY)
+                .description("one claim statement").tags(tags).register(registry);
+        flushSize = DistributionSummary.builder(WorkQueueMeters.ENQUEUE_FLUSH_SIZE)
+                .description("distinct keys per group-committed write").baseUnit("keys").tags(tags).register(registry);
+        flushLatency = Timer.builder(WorkQueueMeters.ENQUEUE_FLUSH_LATENCY)
+                .description("one group-committed write").tags(tags).register(registry);
+        gauge(registry, WorkQueueMeters.DEPTH, "items not completed", tags, Stats::pending);
+        gauge(registry, WorkQueueMeters.READY, "items a claim would hand out now", tags, Stats::ready);
+        gauge(registry, WorkQueueMeters.STALLED, "items out of attempts", tags, Stats::stalled);
+        Gauge.builder(WorkQueueMeters.OLDEST_READY_AGE, lastStats,
+                        ref -> ref.get() == null ? Double.NaN : ref.get().oldestReadyAge().toNanos() / 1e9)
+                .description("how long the oldest ready item has waited").baseUnit("seconds").tags(tags)
+                .register(registry);
+    }
+
+    /**
+     * Metrics over {@code registry}, which must be a {@code MeterRegistry}; typed {@code Object} so
+     * that callers compile against no Micrometer type and load none until they get here.
+     */
+    public static QueueMetrics forRegistry(Object registry, String queueName) {
+        return new MicrometerQueueMetrics((MeterRegistry) registry, queueName);
+    }
+
+    private static Counter counter(MeterRegistry registry, String name, String description, Tags tags) {
+        return Counter.builder(name).description(description).tags(tags).register(registry);
+    }
+
+    private void gauge(MeterRegistry registry, String name, String description, Tags tags,
+            java.util.function.ToLongFunction<Stats> field) {
+        Gauge.builder(name, lastStats, ref -> ref.get() == null ? Double.NaN : field.applyAsLong(ref.get()))
+                .description(description).baseUnit("items").tags(tags).register(registry);
+    }
+
+    @Override
+    public void flushed(int keys, long nanos) {
+        enqueued.increment(keys);
+        flushSize.record(keys);
+        flushLatency.record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public void enqueued(int keys) {
+        enqueued.increment(keys);
+    }
+
+    @Override
+    public void claimed(int items, int reclaimedItems, long nanos) {
+        claimed.increment(items);
+        reclaimed.increment(reclaimedItems);
+        claimBatchSize.record(items);
+        claimLatency.record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public void completed(long count) {
+        completed.increment(count);
+    }
+
+    @Override
+    public void released(long count) {
+        released.increment(count);
+    }
+
+    @Override
+    public void removed(long count) {
+        removed.increment(count);
+    }
+
+    @Override
+    public void reaped(long count) {
+        reaped.increment(count);
+    }
+
+    @Override
+    public void writeRetried() {
+        writeRetries.increment();
+    }
+
+    @Override
+    public void observed(Stats stats) {
+        lastStats.set(stats);
+    }
+}

@@ -1,0 +1,40 @@
+package io.workqueue.internal;
+
+import io.workqueue.Stats;
+
+/**
+ * What a queue reports about itself. The default records nothing; {@link MicrometerQueueMetrics}
+ * records to Micrometer, and is the only class that touches Micrometer types, so the library runs
+ * without Micrometer on the classpath. Implementations are thread-safe and never throw.
+ */
+public interface QueueMetrics {
+    /** Records nothing. */
+    QueueMetrics NONE = new QueueMetrics() {};
+
+    /** A group-committed write of {@code keys} distinct keys committed after {@code nanos}. */
+    default void flushed(int keys, long nanos) {}
+
+    /** A transactional enqueue wrote {@code keys} distinct keys. */
+    default void enqueued(int keys) {}
+
+    /** A claim leased {@code items}, {@code reclaimed} of them over lapsed leases, in {@code nanos}. */
+    default void claimed(int items, int reclaimed, long nanos) {}
+
+    /** {@code count} items completed. */
+    default void completed(long count) {}
+
+    /** {@code count} items released. */
+    default void released(long count) {}
+
+    /** {@code count} items removed. */
+    default void removed(long count) {}
+
+    /** {@code count} items reaped. */
+    default void reaped(long count) {}
+
+    /** A write is being run again at PostgreSQL's request. */
+    default void writeRetried() {}
+
+    /** A fresh health snapshot. */
+    default void observed(Stats stats) {}
+}
