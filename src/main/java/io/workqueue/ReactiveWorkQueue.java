@@ -5,7 +5,9 @@ import io.r2dbc.spi.ConnectionFactory;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
+import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -93,6 +95,36 @@ public interface ReactiveWorkQueue<K> {
      * lapse.
      */
     Mono<List<Item<K>>> claim(int limit, Duration lease);
+
+    /**
+     * Completes {@code completed} and leases up to {@code limit} due items, in one statement and
+     * one transaction: one round trip where {@link #complete} followed by {@link #claim} takes two.
+     * The completion takes its locks in key order, before the claim leases anything; the claim
+     * skips locked rows as {@link #claim} does and never re-claims a key it is completing. Limit
+     * and lease follow {@link #claim}'s rules. Retried like the other writers on 40001/40P01.
+     * Emits the leased items (possibly none).
+     */
+    Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease);
+
+    /**
+     * The worker: claims as handler slots free up, runs {@code handler} on each item with at most
+     * {@link WorkerOptions#concurrency()} running at once, acknowledges successes through
+     * {@link #completeAndClaim} (so a busy worker pays one statement per round for completing and
+     * claiming), and releases failures after {@link WorkerOptions#backoff()} of their attempts,
+     * recording the error. A handler succeeds when its publisher completes, and fails when it errors
+     * or when {@code handler} throws.
+     *
+     * <p>Emits each item once its completion has committed. Claims pause while downstream has no
+     * outstanding demand, so at most {@code concurrency} completed items are ever buffered. After a
+     * short claim it waits with {@link #awaitWork(Duration) awaitWork(poll)}. Transient database
+     * errors are logged and retried with bounded back-off; any other error terminates the stream
+     * (unacknowledged items then lapse and are handed out again). Cancellation stops claiming:
+     * running handlers are not cancelled, and what they finish is still completed.
+     *
+     * <p>Handlers are called on the driver's event-loop threads: a handler that blocks must move its
+     * work elsewhere itself (e.g. {@code subscribeOn(Schedulers.boundedElastic())}).
+     */
+    Flux<Item<K>> process(Function<Item<K>, ? extends Publisher<?>> handler, WorkerOptions options);
 
     /**
      * An endless stream of leased items paced by demand: it never leases more items than downstream

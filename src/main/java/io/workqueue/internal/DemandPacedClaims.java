@@ -117,7 +117,7 @@ public final class DemandPacedClaims<T> {
                 return;
             }
             failures++;
-            Duration delay = backoff(failures);
+            Duration delay = Backoff.jittered(failures, minBackoff, maxBackoff);
             log.warn("claim on queue {} failed (attempt {}); retrying in {} ms: {}",
                     name, failures, delay.toMillis(), error.toString());
             run(Mono.delay(delay, timer).thenReturn(this::idle));
@@ -151,12 +151,5 @@ public final class DemandPacedClaims<T> {
             }
         }
 
-        private Duration backoff(int attempt) {
-            long min = minBackoff.toMillis();
-            long ceiling = Math.min(maxBackoff.toMillis(), min << Math.min(attempt - 1, 20));
-            // Full jitter over the upper half keeps a restarted fleet from claiming in lockstep.
-            long jittered = ceiling / 2 + (long) (Math.random() * (ceiling / 2 + 1));
-            return Duration.ofMillis(Math.max(min, jittered));
-        }
     }
 }

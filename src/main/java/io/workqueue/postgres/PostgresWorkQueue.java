@@ -11,12 +11,14 @@ import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
 import io.workqueue.UnsupportedDialectException;
 import io.workqueue.WorkQueueConfig;
+import io.workqueue.WorkerOptions;
 import io.workqueue.internal.DemandPacedClaims;
 import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.KeyVetting;
 import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.SqlStates;
 import io.workqueue.internal.WakeGate;
+import io.workqueue.internal.Worker;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -24,6 +26,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Function;
+import java.util.function.UnaryOperator;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
@@ -188,6 +191,12 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return encoded;
     }
 
+    /** Encodes and vets keys, dropping duplicates, so counts are of rows, not of arguments. */
+    private String[] encodeDistinct(Collection<K> keys) {
+        Objects.requireNonNull(keys, "keys");
+        return keys.stream().map(key -> KeyVetting.encode(codec, key)).distinct().toArray(String[]::new);
+    }
+
     private static <K> List<Entry<K>> asEntries(Collection<K> keys) {
         Objects.requireNonNull(keys, "keys");
         List<Entry<K>> entries = new ArrayList<>(keys.size());
@@ -203,24 +212,67 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<List<Item<K>>> claim(int limit, Duration lease) {
         return Mono.defer(() -> {
             requirePositive("lease", lease);
-            int batch = limit <= 0 || limit > config.maxClaimBatch() ? config.maxClaimBatch() : limit;
-            long leaseMicros = micros(lease);
-            long start = System.nanoTime();
-            return inConnection(connection -> Flux.from(connection.createStatement(sql.claimDue)
-                            .bind(0, config.name())
-                            .bind(1, config.maxAttempts())
-                            .bind(2, batch)
-                            .bind(3, leaseMicros)
-                            .execute())
-                    .concatMap(result -> result.map((row, meta) -> new Item<>(
-                            codec.decode(Objects.requireNonNull(row.get(0, String.class))),
-                            Objects.requireNonNull(row.get(1, Integer.class)),
-                            Objects.requireNonNull(row.get(2, Integer.class)),
-                            Boolean.TRUE.equals(row.get(3, Boolean.class)))))
-                    .collectList()
-                    .doOnNext(items -> metrics.claimed(items.size(),
-                            (int) items.stream().filter(Item::reclaimed).count(), System.nanoTime() - start)));
+            return leaseDue(sql.claimDue, limit, lease, statement -> statement).map(Leased::items);
         });
+    }
+
+    @Override
+    public Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease) {
+        return Mono.defer(() -> {
+            requirePositive("lease", lease);
+            String[] keys = encodeDistinct(completed);
+            return withRetries(leaseDue(sql.completeAndClaim, limit, lease, statement -> statement.bind(4, keys)))
+                    .doOnNext(leased -> metrics.completed(leased.completed()))
+                    .map(Leased::items);
+        });
+    }
+
+    /**
+     * Runs a statement built on {@link Sql#claimDue}'s shape: $1 queue, $2 attempt limit, $3 claim
+     * limit, $4 lease, further parameters bound by {@code bindRest}. Rows with a null key carry the
+     * number of items the statement completed.
+     */
+    private Mono<Leased<K>> leaseDue(String statementSql, int limit, Duration lease, UnaryOperator<Statement> bindRest) {
+        int batch = limit <= 0 || limit > config.maxClaimBatch() ? config.maxClaimBatch() : limit;
+        long leaseMicros = micros(lease);
+        return Mono.defer(() -> {
+            long start = System.nanoTime();
+            return inConnection(connection -> Flux.from(bindRest.apply(connection.createStatement(statementSql)
+                                    .bind(0, config.name())
+                                    .bind(1, config.maxAttempts())
+                                    .bind(2, batch)
+                                    .bind(3, leaseMicros))
+                            .execute())
+                    .concatMap(result -> result.map((row, meta) -> {
+                        String key = row.get(0, String.class);
+                        if (key == null) {
+                            return new Leased<K>(List.of(), longValue(row.get(4, Long.class)));
+                        }
+                        return new Leased<>(List.of(new Item<>(
+                                codec.decode(key),
+                                Objects.requireNonNull(row.get(1, Integer.class)),
+                                Objects.requireNonNull(row.get(2, Integer.class)),
+                                Boolean.TRUE.equals(row.get(3, Boolean.class)))), 0L);
+                    }))
+                    .collectList()
+                    .map(Leased::combine)
+                    .doOnNext(leased -> metrics.claimed(leased.items().size(),
+                            (int) leased.items().stream().filter(Item::reclaimed).count(),
+                            System.nanoTime() - start)));
+        });
+    }
+
+    /** What a leasing statement returned: the items it leased and how many items it completed. */
+    private record Leased<K>(List<Item<K>> items, long completed) {
+        static <K> Leased<K> combine(List<Leased<K>> rows) {
+            List<Item<K>> items = new ArrayList<>(rows.size());
+            long completed = 0;
+            for (Leased<K> row : rows) {
+                items.addAll(row.items());
+                completed += row.completed();
+            }
+            return new Leased<>(items, completed);
+        }
     }
 
     @Override
@@ -231,6 +283,15 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             return new DemandPacedClaims<>(config.name(), config.maxClaimBatch(),
                     want -> claim(want, lease), () -> awaitWork(poll),
                     CLAIM_MIN_BACKOFF, CLAIM_MAX_BACKOFF, timer).flux();
+        });
+    }
+
+    @Override
+    public Flux<Item<K>> process(Function<Item<K>, ? extends Publisher<?>> handler, WorkerOptions options) {
+        return Flux.defer(() -> {
+            Objects.requireNonNull(handler, "handler");
+            Objects.requireNonNull(options, "options");
+            return new Worker<>(this, handler, options, timer).flux();
         });
     }
 
@@ -287,8 +348,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      */
     private Mono<Long> writeKeys(Collection<K> keys, String statementSql, Function<Statement, Statement> bindRest) {
         return Mono.defer(() -> {
-            Objects.requireNonNull(keys, "keys");
-            String[] encoded = keys.stream().map(key -> KeyVetting.encode(codec, key)).distinct().toArray(String[]::new);
+            String[] encoded = encodeDistinct(keys);
             if (encoded.length == 0) {
                 return Mono.just(0L);
             }

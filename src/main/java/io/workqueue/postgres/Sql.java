@@ -26,6 +26,9 @@ final class Sql {
                 AND available_at <= now()
                 AND ($2::int = 0 OR attempts < $2::int)""";
 
+    /** What completing does to a row: kept until reaped, lease dropped, last error cleared. */
+    static final String COMPLETE = "SET completed_at = now(), lease_until = 'epoch', last_error = NULL";
+
     /** Pending and out of attempts; never true when attempts are unlimited. */
     static final String STALLED = """
             completed_at IS NULL AND $2::int > 0 AND attempts >= $2::int""";
@@ -40,6 +43,8 @@ final class Sql {
     final String claimDue;
     /** $1 queue, $2 keys text[]. */
     final String completeKeys;
+    /** $1 queue, $2 attempt limit, $3 limit, $4 lease in microseconds, $5 keys to complete text[]. */
+    final String completeAndClaim;
     /** $1 queue, $2 keys text[], $3 delay in microseconds, $4 last error (nullable). */
     final String releaseKeys;
     /** $1 queue, $2 keys text[]. */
@@ -84,36 +89,37 @@ final class Sql {
                 %s)
                 SELECT pg_notify($5::text, '')
                 """.formatted(upsert.indent(4)) : upsert;
-        this.claimDue = """
-                -- The LIMIT sits above the lock: SKIP LOCKED passes over rows other claimers hold
-                -- and the scan carries on, so a claim gets a full batch while work remains.
-                WITH due AS MATERIALIZED (
-                    SELECT queue_name, item_key, lease_until
-                    FROM %1$s
-                    WHERE queue_name = $1::text AND %2$s
-                    ORDER BY priority DESC, available_at, item_key
-                    LIMIT $3::int
-                    FOR UPDATE SKIP LOCKED
-                ), leased AS (
-                    UPDATE %1$s AS q
-                    SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
-                        attempts = q.attempts + 1
-                    FROM due
-                    WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
-                    -- A prior lease after the epoch was a real one that lapsed: this is a reclaim.
-                    RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
-                )
-                SELECT item_key, priority, attempts, reclaimed
-                FROM leased
-                ORDER BY priority DESC, available_at, item_key
-                """.formatted(table, DUE);
-        this.completeKeys = lockKeysInOrder("AND completed_at IS NULL") + """
+        this.claimDue = "WITH " + claim("");
+        this.completeAndClaim = """
+                -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
+                -- cannot start before "done" has run (its InitPlan gates the scan), so while this
+                -- statement waits for a lock it holds no claimed row: no lock cycle. The claim
+                -- skips the keys being completed: one statement sees one snapshot, in which they
+                -- still look due.
+                WITH %1$s,
+                done AS (
+                    UPDATE %2$s AS q
+                    %3$s
+                    FROM target
+                    WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+                    RETURNING q.item_key
+                ),
+                %4$s
+                UNION ALL
+                -- The last row carries how many items were completed.
+                SELECT NULL, NULL, NULL, NULL, (SELECT count(*) FROM done)
+                """.formatted(
+                        lockedKeys(5, "AND completed_at IS NULL"),
+                        table,
+                        COMPLETE,
+                        claim("AND NOT (item_key = ANY($5::text[])) AND (SELECT count(*) FROM done) >= 0"));
+        this.completeKeys = "WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
                 UPDATE %1$s AS q
-                SET completed_at = now(), lease_until = 'epoch', last_error = NULL
+                %2$s
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-                """.formatted(table);
-        this.releaseKeys = lockKeysInOrder("AND completed_at IS NULL") + """
+                """.formatted(table, COMPLETE);
+        this.releaseKeys = "WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
                 UPDATE %1$s AS q
                 SET lease_until = 'epoch',
                     available_at = now() + GREATEST($3::bigint, 0) * INTERVAL '1 microsecond',
@@ -121,7 +127,7 @@ final class Sql {
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
                 """.formatted(table);
-        this.removeKeys = lockKeysInOrder("") + """
+        this.removeKeys = "WITH " + lockedKeys(2, "") + """
                 DELETE FROM %1$s AS q
                 USING target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
@@ -162,19 +168,52 @@ final class Sql {
     }
 
     /**
-     * The lock-ordering CTE of complete, release and remove: it reaches the rows in primary-key
-     * order and locks them in that order ({@code item_key} is {@code COLLATE "C"}), so two
-     * overlapping batches queue behind each other instead of deadlocking.
+     * The claim, as the CTEs {@code due} and {@code leased} and the select that returns the leased
+     * items (columns: key, priority, attempts, reclaimed, and a null "completed" column that
+     * {@link #completeAndClaim} fills in its last row). The LIMIT sits above the lock: SKIP LOCKED
+     * passes over rows other claimers hold and the scan carries on, so a claim gets a full batch
+     * while work remains.
      */
-    private String lockKeysInOrder(String extraCondition) {
+    private String claim(String extraDueCondition) {
         return """
-                WITH target AS MATERIALIZED (
+                due AS MATERIALIZED (
+                    SELECT queue_name, item_key, lease_until
+                    FROM %1$s
+                    WHERE queue_name = $1::text AND %2$s %3$s
+                    ORDER BY priority DESC, available_at, item_key
+                    LIMIT $3::int
+                    FOR UPDATE SKIP LOCKED
+                ),
+                leased AS (
+                    UPDATE %1$s AS q
+                    SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
+                        attempts = q.attempts + 1
+                    FROM due
+                    WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
+                    -- A prior lease after the epoch was a real one that lapsed: this is a reclaim.
+                    RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
+                )
+                (SELECT item_key, priority, attempts, reclaimed, NULL::bigint AS completed
+                FROM leased
+                ORDER BY priority DESC, available_at, item_key)
+                """.formatted(table, DUE, extraDueCondition);
+    }
+
+    /**
+     * The lock-ordering CTE {@code target} of every writer that waits for row locks: it reaches
+     * the rows named by the {@code text[]} parameter {@code $keysParameter} in primary-key order
+     * and locks them in that order ({@code item_key} is {@code COLLATE "C"}), so two overlapping
+     * batches queue behind each other instead of deadlocking.
+     */
+    private String lockedKeys(int keysParameter, String extraCondition) {
+        return """
+                target AS MATERIALIZED (
                     SELECT queue_name, item_key
                     FROM %1$s
-                    WHERE queue_name = $1::text AND item_key = ANY($2::text[]) %2$s
+                    WHERE queue_name = $1::text AND item_key = ANY($%2$d::text[]) %3$s
                     ORDER BY item_key
                     FOR UPDATE
                 )
-                """.formatted(table, extraCondition);
+                """.formatted(table, keysParameter, extraCondition);
     }
 }

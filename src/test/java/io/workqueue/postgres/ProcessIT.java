@@ -1,0 +1,169 @@
+package io.workqueue.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.workqueue.Item;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.Stats;
+import io.workqueue.WorkQueueConfig;
+import io.workqueue.WorkerOptions;
+import io.workqueue.migrations.WorkQueueMigrations;
+import io.workqueue.testing.TestDatabase;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+class ProcessIT {
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+    private static String prefix;
+
+    @BeforeAll
+    static void createTable() {
+        prefix = TestDatabase.createTable();
+    }
+
+    private static ReactiveWorkQueue<String> queue() {
+        return ReactiveWorkQueue.builder(TestDatabase.pool(), String.class)
+                .config(WorkQueueConfig.builder(TestDatabase.uniqueName("process")).tablePrefix(prefix).build())
+                .build();
+    }
+
+    private static WorkerOptions.Builder options() {
+        return WorkerOptions.builder().lease(Duration.ofMinutes(1)).poll(Duration.ofMillis(200));
+    }
+
+    private static List<String> keys(int n) {
+        return IntStream.range(0, n).mapToObj(i -> String.format("k%04d", i)).toList();
+    }
+
+    @Test
+    void everyItemIsHandledCompletedAndEmittedOnce() {
+        ReactiveWorkQueue<String> queue = queue();
+        queue.enqueueKeys(keys(500)).block(TIMEOUT);
+        Map<String, Integer> handled = new ConcurrentHashMap<>();
+
+        List<Item<String>> emitted = queue.process(
+                        item -> Mono.fromRunnable(() -> handled.merge(item.key(), 1, Integer::sum)),
+                        options().concurrency(8).claimBatch(50).build())
+                .take(500)
+                .collectList()
+                .block(TIMEOUT);
+
+        assertEquals(500, emitted.size());
+        assertEquals(500, emitted.stream().map(Item::key).distinct().count());
+        assertEquals(500, handled.size());
+        assertTrue(handled.values().stream().allMatch(n -> n == 1));
+        awaitTrue(() -> queue.stats().block(TIMEOUT).completed() == 500, "all completed");
+        assertEquals(0, queue.stats().block(TIMEOUT).pending());
+    }
+
+    @Test
+    void neverRunsOrLeasesMoreThanItsConcurrency() {
+        ReactiveWorkQueue<String> queue = queue();
+        queue.enqueueKeys(keys(200)).block(TIMEOUT);
+        AtomicInteger running = new AtomicInteger();
+        AtomicInteger maxRunning = new AtomicInteger();
+        Set<Long> leasedSeen = ConcurrentHashMap.newKeySet();
+
+        queue.process(item -> Mono.defer(() -> {
+                            maxRunning.accumulateAndGet(running.incrementAndGet(), Math::max);
+                            return queue.stats().doOnNext(s -> leasedSeen.add(s.leased()));
+                        }).doFinally(s -> running.decrementAndGet()),
+                        options().concurrency(4).claimBatch(100).build())
+                .take(200)
+                .blockLast(TIMEOUT);
+
+        assertTrue(maxRunning.get() <= 4, "ran " + maxRunning.get() + " handlers at once");
+        assertTrue(leasedSeen.stream().allMatch(n -> n <= 4), "leased counts seen: " + leasedSeen);
+    }
+
+    @Test
+    void aFailureIsReleasedWithItsBackoffAndCauseThenRetried() {
+        ReactiveWorkQueue<String> queue = queue();
+        queue.enqueueKeys("flaky").block(TIMEOUT);
+        List<Integer> attemptsSeen = new CopyOnWriteArrayList<>();
+
+        Item<String> done = queue.process(item -> {
+                            attemptsSeen.add(item.attempts());
+                            if (item.attempts() == 1) {
+                                throw new IllegalStateException("first try fails");
+                            }
+                            return Mono.empty();
+                        },
+                        options().concurrency(1).backoff(attempts -> Duration.ofMillis(100L * attempts)).build())
+                .blockFirst(TIMEOUT);
+
+        assertEquals("flaky", done.key());
+        assertEquals(2, done.attempts());
+        assertEquals(List.of(1, 2), attemptsSeen);
+        assertEquals(List.of("null"), TestDatabase.queryStrings("SELECT last_error FROM "
+                + WorkQueueMigrations.tableName(prefix) + " WHERE queue_name = $1", queue.name()),
+                "completion clears the error recorded by the release");
+    }
+
+    @Test
+    void aFailedItemRecordsTheErrorAndWaitsOutItsBackoff() {
+        ReactiveWorkQueue<String> queue = queue();
+        queue.enqueueKeys("broken").block(TIMEOUT);
+        Disposable worker = queue.process(item -> Mono.error(new IllegalStateException("renderer on fire")),
+                        options().concurrency(1).backoff(attempts -> Duration.ofHours(1)).build())
+                .subscribe();
+        try {
+            awaitTrue(() -> !TestDatabase.queryStrings("SELECT last_error FROM " + WorkQueueMigrations.tableName(prefix)
+                    + " WHERE queue_name = $1 AND last_error IS NOT NULL", queue.name()).isEmpty(), "error recorded");
+            assertEquals(List.of("renderer on fire"), TestDatabase.queryStrings("SELECT last_error FROM "
+                    + WorkQueueMigrations.tableName(prefix) + " WHERE queue_name = $1", queue.name()));
+            Stats stats = queue.stats().block(TIMEOUT);
+            assertEquals(0, stats.ready(), "held back by the back-off");
+            assertEquals(0, stats.leased(), "released, not left to lapse");
+        } finally {
+            worker.dispose();
+        }
+    }
+
+    @Test
+    void cancellationStopsClaimingAndStillCompletesWhatWasRunning() {
+        ReactiveWorkQueue<String> queue = queue();
+        queue.enqueueKeys(keys(50)).block(TIMEOUT);
+        Sinks.Empty<Void> gate = Sinks.empty();
+        AtomicInteger started = new AtomicInteger();
+
+        Disposable worker = queue.process(item -> {
+                            started.incrementAndGet();
+                            return gate.asMono();
+                        },
+                        options().concurrency(3).build())
+                .subscribe();
+        awaitTrue(() -> started.get() == 3, "three handlers running");
+        worker.dispose();
+        gate.tryEmitEmpty();
+
+        awaitTrue(() -> queue.stats().block(TIMEOUT).completed() == 3, "the three running items completed");
+        Stats stats = queue.stats().block(TIMEOUT);
+        assertEquals(0, stats.leased(), "nothing claimed after cancellation");
+        assertEquals(47, stats.ready());
+        assertEquals(3, started.get());
+    }
+
+    private static void awaitTrue(BooleanSupplier condition, String what) {
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            Mono.delay(Duration.ofMillis(10)).block();
+        }
+    }
+}
