@@ -97,6 +97,21 @@ class WorkQueueConfigTest {
         assertMentions(e, "name", "513");
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"a\u0000b", "\u0000", "lone \uD800 high", "lone \uDC00 low", "end\uD83D", "\uDE00\uD83D"})
+    void aNameTheDatabaseCannotStoreFaithfullyIsRefused(String name) {
+        // NUL fails every statement (22021); an unpaired surrogate reaches the server as '?', so
+        // "a\uD800" and "a\uDBFF" would be one queue.
+        InvalidConfigException e = assertThrows(InvalidConfigException.class, () -> WorkQueueConfig.builder(name).build());
+        assertMentions(e, "name", "index");
+    }
+
+    @Test
+    void aNameWithSurrogatePairsAndControlCharactersIsAccepted() {
+        String name = "\uD83D\uDE00 emails\ttab\nline";
+        assertEquals(name, WorkQueueConfig.builder(name).build().name());
+    }
+
     // ------------------------------------------------------------------ numeric and duration bounds
 
     static Stream<Arguments> valuesAtTheirLeast() {
