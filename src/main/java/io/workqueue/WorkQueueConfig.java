@@ -3,6 +3,7 @@ package io.workqueue;
 import io.workqueue.internal.Identifiers;
 import io.workqueue.migrations.WorkQueueMigrations;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Objects;
 
 /**
@@ -49,6 +50,16 @@ public record WorkQueueConfig(
         if (name == null || name.isEmpty() || name.length() > MAX_NAME_LENGTH) {
             throw new InvalidConfigException("name must be 1 to " + MAX_NAME_LENGTH + " characters but was "
                     + (name == null ? "null" : name.length() + " characters"));
+        }
+        // PostgreSQL text cannot hold NUL, and the driver sends an unpaired surrogate as '?', so two
+        // different names would silently share one queue's rows.
+        for (int i = 0; i < name.length(); i += Character.charCount(name.codePointAt(i))) {
+            int c = name.codePointAt(i);
+            if (c == 0 || (c >= Character.MIN_SURROGATE && c <= Character.MAX_SURROGATE)) {
+                throw new InvalidConfigException(String.format(Locale.ROOT,
+                        "name must be text PostgreSQL stores faithfully (no NUL, no unpaired surrogate)"
+                                + " but has U+%04X at index %d", c, i));
+            }
         }
         WorkQueueMigrations.validatePrefix(tablePrefix);
         if (notifyChannel == null) {

@@ -108,20 +108,36 @@ public final class WorkQueueMigrations {
      * Creates the table and its indexes if they do not exist, one statement at a time on one
      * connection from {@code connectionFactory}. Cold: nothing happens until subscription; the
      * connection is closed on completion, error and cancellation. An invalid prefix is signalled
-     * as {@code Mono.error(InvalidConfigException)}.
+     * as {@code Mono.error(InvalidConfigException)}, a null factory as
+     * {@code Mono.error(NullPointerException)}.
+     *
+     * <p>The statements run in one transaction that first takes an advisory lock named for the
+     * table, so services starting together may all apply the schema: concurrent
+     * {@code CREATE ... IF NOT EXISTS} of one name otherwise races in the catalog and fails with a
+     * unique violation (SQLSTATE 23505).
      */
     public static Mono<Void> apply(ConnectionFactory connectionFactory, String tablePrefix) {
-        Objects.requireNonNull(connectionFactory, "connectionFactory");
         return Mono.defer(() -> {
+            Objects.requireNonNull(connectionFactory, "connectionFactory");
             List<String> statements = statements(tablePrefix);
+            String lockName = "reactive-workqueue schema " + tableName(tablePrefix);
             return Mono.usingWhen(
                     connectionFactory.create(),
-                    connection -> Flux.fromIterable(statements)
-                            .concatMap(sql -> execute(connection, sql))
-                            .then(),
+                    connection -> Mono.usingWhen(
+                            Mono.from(connection.beginTransaction()).thenReturn(connection),
+                            tx -> Flux.from(connection.createStatement(SCHEMA_LOCK).bind(0, lockName).execute())
+                                    .concatMap(result -> result.map((row, meta) -> 1))
+                                    .thenMany(Flux.fromIterable(statements).concatMap(sql -> execute(connection, sql)))
+                                    .then(),
+                            tx -> connection.commitTransaction(),
+                            (tx, error) -> connection.rollbackTransaction(),
+                            tx -> connection.rollbackTransaction()),
                     Connection::close);
         });
     }
+
+    /** Serialises concurrent applies of one table's schema until their transaction ends. */
+    private static final String SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtext($1::text))";
 
     private static Mono<Void> execute(Connection connection, String sql) {
         return Flux.from(connection.createStatement(sql).execute())

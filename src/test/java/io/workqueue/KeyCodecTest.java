@@ -1,0 +1,185 @@
+package io.workqueue;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.workqueue.internal.KeyVetting;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class KeyCodecTest {
+
+    enum Colour { RED, GREEN_BLUE }
+
+    /** Components in one declaration order... */
+    record Tenant(String zone, int id, String account) {}
+
+    /** ...and the same components in another. */
+    record TenantReordered(String account, int id, String zone) {}
+
+    record Labelled(String label, Map<String, Integer> counts) {}
+
+    record Nested(Tenant tenant, List<String> tags) {}
+
+    /** A plain class with a no-argument constructor and fields declared out of alphabetical order. */
+    static final class Job {
+        public String zulu;
+        public String alpha;
+        public long mike;
+
+        public Job() {}
+
+        Job(String zulu, String alpha, long mike) {
+            this.zulu = zulu;
+            this.alpha = alpha;
+            this.mike = mike;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Job j && Objects.equals(zulu, j.zulu) && Objects.equals(alpha, j.alpha) && mike == j.mike;
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(zulu, alpha, mike);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"a", "order:42", "{\"looks\":\"like json\"}", "héllo wörld", "\uD83D\uDE00 grin", " padded "})
+    void aStringIsStoredAsItself(String key) {
+        KeyCodec<String> codec = KeyCodec.defaultFor(String.class);
+        assertEquals(key, codec.encode(key));
+        assertEquals(key, codec.decode(key));
+    }
+
+    @Test
+    void anEnumIsStoredByName() {
+        KeyCodec<Colour> codec = KeyCodec.defaultFor(Colour.class);
+        assertEquals("GREEN_BLUE", codec.encode(Colour.GREEN_BLUE));
+        assertEquals(Colour.RED, codec.decode("RED"));
+    }
+
+    @Test
+    void integersLongsAndUuidsAreStoredByToString() {
+        KeyCodec<Integer> ints = KeyCodec.defaultFor(Integer.class);
+        KeyCodec<Long> longs = KeyCodec.defaultFor(Long.class);
+        KeyCodec<UUID> uuids = KeyCodec.defaultFor(UUID.class);
+        UUID uuid = UUID.fromString("123e4567-e89b-12d3-a456-426614174000");
+
+        assertEquals("-17", ints.encode(-17));
+        assertEquals(Integer.MIN_VALUE, ints.decode(String.valueOf(Integer.MIN_VALUE)));
+        assertEquals("9223372036854775807", longs.encode(Long.MAX_VALUE));
+        assertEquals(-5L, longs.decode("-5"));
+        assertEquals("123e4567-e89b-12d3-a456-426614174000", uuids.encode(uuid));
+        assertEquals(uuid, uuids.decode(uuid.toString()));
+    }
+
+    @Test
+    void aRecordIsStoredAsJsonWithPropertiesSortedAlphabetically() {
+        KeyCodec<Tenant> codec = KeyCodec.defaultFor(Tenant.class);
+        assertEquals("{\"account\":\"acme\",\"id\":7,\"zone\":\"eu\"}", codec.encode(new Tenant("eu", 7, "acme")));
+    }
+
+    @Test
+    void reorderingARecordsComponentsDoesNotChangeItsStoredKey() {
+        String before = KeyCodec.defaultFor(Tenant.class).encode(new Tenant("eu", 7, "acme"));
+        String after = KeyCodec.defaultFor(TenantReordered.class).encode(new TenantReordered("acme", 7, "eu"));
+        assertEquals(before, after);
+        // And either type reads the other's stored key.
+        assertEquals(new TenantReordered("acme", 7, "eu"), KeyCodec.defaultFor(TenantReordered.class).decode(before));
+    }
+
+    @Test
+    void aClassIsStoredAsJsonWithPropertiesSortedAlphabetically() {
+        KeyCodec<Job> codec = KeyCodec.defaultFor(Job.class);
+        Job job = new Job("z", "a", 3);
+        String encoded = codec.encode(job);
+        assertEquals("{\"alpha\":\"a\",\"mike\":3,\"zulu\":\"z\"}", encoded);
+        assertEquals(job, codec.decode(encoded));
+    }
+
+    @Test
+    void mapEntriesInsideAKeyAreSortedSoInsertionOrderDoesNotMatter() {
+        Map<String, Integer> ba = new java.util.LinkedHashMap<>();
+        ba.put("b", 2);
+        ba.put("a", 1);
+        Map<String, Integer> ab = new java.util.LinkedHashMap<>();
+        ab.put("a", 1);
+        ab.put("b", 2);
+        KeyCodec<Labelled> codec = KeyCodec.defaultFor(Labelled.class);
+        assertEquals(codec.encode(new Labelled("x", ab)), codec.encode(new Labelled("x", ba)));
+        assertEquals("{\"counts\":{\"a\":1,\"b\":2},\"label\":\"x\"}", codec.encode(new Labelled("x", ba)));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "plain",
+        "with \"double quotes\" inside",
+        "back\\slash and \\\"escaped quote\\\"",
+        "unicode: é ü ß 中文 \uD83D\uDE00 \uD834\uDD1E",
+        "line\nbreak\rcarriage\ttab",
+        "nul\u0000inside",
+        "}{\"\":[]}",
+    })
+    void recordsRoundTripWhateverTheirStringsContain(String text) {
+        KeyCodec<Nested> codec = KeyCodec.defaultFor(Nested.class);
+        Nested key = new Nested(new Tenant(text, 1, text + text), List.of(text, "", text));
+
+        String encoded = codec.encode(key);
+
+        assertEquals(key, codec.decode(encoded));
+        // The JSON escapes control characters, so a record key always passes the vetting
+        // even when its strings hold characters a raw key may not.
+        assertEquals(encoded, KeyVetting.vet(encoded));
+        assertFalse(encoded.contains("\n") || encoded.contains("\r") || encoded.contains("\u0000"), encoded);
+    }
+
+    @Test
+    void theJsonCodecWritesEvenSimpleTypesAsJson() {
+        KeyCodec<String> strings = KeyCodec.json(String.class);
+        assertEquals("\"a\\\"b\"", strings.encode("a\"b"));
+        assertEquals("a\"b", strings.decode("\"a\\\"b\""));
+
+        KeyCodec<Integer> ints = KeyCodec.json(Integer.class);
+        assertEquals("42", ints.encode(42));
+        assertEquals(42, ints.decode("42"));
+    }
+
+    @Test
+    void theJsonCodecSortsPropertiesAndRoundTripsRecords() {
+        KeyCodec<Tenant> codec = KeyCodec.json(Tenant.class);
+        Tenant tenant = new Tenant("ap-south", 12, "initech");
+        String encoded = codec.encode(tenant);
+        assertEquals("{\"account\":\"initech\",\"id\":12,\"zone\":\"ap-south\"}", encoded);
+        assertEquals(encoded, KeyCodec.json(TenantReordered.class).encode(new TenantReordered("initech", 12, "ap-south")));
+        assertEquals(tenant, codec.decode(encoded));
+    }
+
+    @Test
+    void theJsonCodecSortsMapEntries() {
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        KeyCodec<Map<String, Integer>> codec = (KeyCodec) KeyCodec.json(Map.class);
+        Map<String, Integer> unsorted = new java.util.LinkedHashMap<>();
+        unsorted.put("zeta", 1);
+        unsorted.put("alpha", 2);
+        assertEquals("{\"alpha\":2,\"zeta\":1}", codec.encode(unsorted));
+        assertEquals(new TreeMap<>(unsorted), new TreeMap<>(codec.decode("{\"alpha\":2,\"zeta\":1}")));
+    }
+
+    @Test
+    void decodingAStoredKeyThatIsNotTheTypesJsonFails() {
+        KeyCodec<Tenant> codec = KeyCodec.defaultFor(Tenant.class);
+        assertThrows(RuntimeException.class, () -> codec.decode("not json"));
+        // Unknown properties are refused rather than silently dropped, so two keys never decode alike.
+        assertThrows(RuntimeException.class, () -> codec.decode("{\"account\":\"a\",\"id\":1,\"zone\":\"z\",\"extra\":1}"));
+    }
+}

@@ -1,0 +1,239 @@
+package io.workqueue;
+
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.function.UnaryOperator;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class WorkQueueConfigTest {
+
+    private static WorkQueueConfig.Builder builder() {
+        return WorkQueueConfig.builder("emails");
+    }
+
+    private static InvalidConfigException refused(UnaryOperator<WorkQueueConfig.Builder> change) {
+        return assertThrows(InvalidConfigException.class, () -> change.apply(builder()).build());
+    }
+
+    private static void assertMentions(InvalidConfigException e, String... fragments) {
+        for (String fragment : fragments) {
+            assertTrue(e.getMessage().contains(fragment),
+                    () -> "message should mention " + fragment + ": " + e.getMessage());
+        }
+    }
+
+    @Test
+    void theDefaultsAreThoseOfTheApi() {
+        WorkQueueConfig config = WorkQueueConfig.builder("emails").build();
+        assertEquals("emails", config.name());
+        assertEquals("", config.tablePrefix());
+        assertEquals("", config.notifyChannel());
+        assertEquals(Duration.ofHours(24), config.retention());
+        assertEquals(0, config.maxAttempts());
+        assertEquals(500, config.maxClaimBatch());
+        assertEquals(1000, config.reapBatchSize());
+        assertEquals(3, config.writeAttempts());
+        assertEquals(Duration.ofMillis(100), config.minWakeInterval());
+        assertEquals(Duration.ofSeconds(10), config.enqueueTimeout());
+    }
+
+    @Test
+    void everySetterIsCarriedIntoTheConfigAndBackThroughToBuilder() {
+        WorkQueueConfig config = builder()
+                .tablePrefix("ddb")
+                .notifyChannel("work_ready")
+                .retention(Duration.ofSeconds(1))
+                .maxAttempts(5)
+                .maxClaimBatch(1)
+                .reapBatchSize(1)
+                .writeAttempts(1)
+                .minWakeInterval(Duration.ofMillis(1))
+                .enqueueTimeout(Duration.ofMillis(250))
+                .build();
+        assertEquals(new WorkQueueConfig("emails", "ddb", "work_ready", Duration.ofSeconds(1), 5, 1, 1, 1,
+                Duration.ofMillis(1), Duration.ofMillis(250)), config);
+        assertEquals(config, config.toBuilder().build());
+    }
+
+    // ------------------------------------------------------------------ name
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2, 512})
+    void aNameOfOneTo512CharactersIsAccepted(int length) {
+        assertEquals(length, WorkQueueConfig.builder("n".repeat(length)).build().name().length());
+    }
+
+    @Test
+    void aNameIsFreeTextBecauseItIsOnlyEverBound() {
+        String name = "Mails; DROP TABLE x; -- \"quoted\" 'single' é \uD83D\uDE00";
+        assertEquals(name, WorkQueueConfig.builder(name).build().name());
+    }
+
+    @Test
+    void aMissingNameIsRefused() {
+        InvalidConfigException e = assertThrows(InvalidConfigException.class, () -> WorkQueueConfig.builder(null).build());
+        assertMentions(e, "name", "null");
+    }
+
+    @Test
+    void anEmptyNameIsRefused() {
+        InvalidConfigException e = assertThrows(InvalidConfigException.class, () -> WorkQueueConfig.builder("").build());
+        assertMentions(e, "name", "0");
+    }
+
+    @Test
+    void aNameOf513CharactersIsRefused() {
+        InvalidConfigException e = assertThrows(InvalidConfigException.class,
+                () -> WorkQueueConfig.builder("n".repeat(513)).build());
+        assertMentions(e, "name", "513");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"a\u0000b", "\u0000", "lone \uD800 high", "lone \uDC00 low", "end\uD83D", "\uDE00\uD83D"})
+    void aNameTheDatabaseCannotStoreFaithfullyIsRefused(String name) {
+        // NUL fails every statement (22021); an unpaired surrogate reaches the server as '?', so
+        // "a\uD800" and "a\uDBFF" would be one queue.
+        InvalidConfigException e = assertThrows(InvalidConfigException.class, () -> WorkQueueConfig.builder(name).build());
+        assertMentions(e, "name", "index");
+    }
+
+    @Test
+    void aNameWithSurrogatePairsAndControlCharactersIsAccepted() {
+        String name = "\uD83D\uDE00 emails\ttab\nline";
+        assertEquals(name, WorkQueueConfig.builder(name).build().name());
+    }
+
+    // ------------------------------------------------------------------ numeric and duration bounds
+
+    static Stream<Arguments> valuesAtTheirLeast() {
+        return Stream.of(
+                Arguments.of("retention", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.retention(Duration.ofSeconds(1))),
+                Arguments.of("maxAttempts", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxAttempts(0)),
+                Arguments.of("maxClaimBatch", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxClaimBatch(1)),
+                Arguments.of("reapBatchSize", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.reapBatchSize(1)),
+                Arguments.of("writeAttempts", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.writeAttempts(1)),
+                Arguments.of("minWakeInterval", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(Duration.ofMillis(1))),
+                Arguments.of("enqueueTimeout", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ofNanos(1))));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("valuesAtTheirLeast")
+    void theLeastAllowedValueIsAccepted(String field, UnaryOperator<WorkQueueConfig.Builder> change) {
+        assertDoesNotThrow(() -> change.apply(builder()).build(), field);
+    }
+
+    static Stream<Arguments> valuesOutOfRange() {
+        return Stream.of(
+                Arguments.of("retention", "PT0.999S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.retention(Duration.ofMillis(999))),
+                Arguments.of("retention", "PT0S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.retention(Duration.ZERO)),
+                Arguments.of("retention", "PT-1H", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.retention(Duration.ofHours(-1))),
+                Arguments.of("retention", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.retention(null)),
+                Arguments.of("maxAttempts", "-1", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxAttempts(-1)),
+                Arguments.of("maxClaimBatch", "0", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxClaimBatch(0)),
+                Arguments.of("maxClaimBatch", "-5", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxClaimBatch(-5)),
+                Arguments.of("reapBatchSize", "0", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.reapBatchSize(0)),
+                Arguments.of("writeAttempts", "0", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.writeAttempts(0)),
+                Arguments.of("minWakeInterval", "PT0.000999S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(Duration.ofNanos(999_000))),
+                Arguments.of("minWakeInterval", "PT0S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(Duration.ZERO)),
+                Arguments.of("minWakeInterval", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(null)),
+                Arguments.of("enqueueTimeout", "PT0S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ZERO)),
+                Arguments.of("enqueueTimeout", "PT-1S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ofSeconds(-1))),
+                Arguments.of("enqueueTimeout", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(null)));
+    }
+
+    @ParameterizedTest(name = "{0} = {1}")
+    @MethodSource("valuesOutOfRange")
+    void aValueOutOfRangeIsRefusedWithAMessageNamingTheFieldAndTheValue(
+            String field, String value, UnaryOperator<WorkQueueConfig.Builder> change) {
+        assertMentions(refused(change), field, value);
+    }
+
+    @Test
+    void theExampleMessageOfTheStyleGuideIsWhatUsersSee() {
+        assertEquals("maxClaimBatch must be at least 1 but was 0", refused(b -> b.maxClaimBatch(0)).getMessage());
+    }
+
+    @Test
+    void theCanonicalConstructorValidatesToo() {
+        InvalidConfigException e = assertThrows(InvalidConfigException.class, () -> new WorkQueueConfig(
+                "q", "", "", Duration.ofHours(1), 0, 500, 0, 3, Duration.ofMillis(100), Duration.ofSeconds(10)));
+        assertMentions(e, "reapBatchSize", "0");
+    }
+
+    // ------------------------------------------------------------------ notifyChannel
+
+    @ParameterizedTest
+    @ValueSource(strings = {"work_ready", "_private", "q1", "a", "c23456789012345678901234567890123456789012345678901234567890123"})
+    void aPlainIdentifierIsAcceptedAsTheChannel(String channel) {
+        assertEquals(channel, builder().notifyChannel(channel).build().notifyChannel());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "Work",                    // would fold to lower case unquoted
+        "1abc",                    // starts with a digit
+        "work ready",              // space
+        "work-ready",              // hyphen
+        "x; NOTIFY y",             // injection
+        "a\"b",                    // a quote would break out of the identifier
+        "'a'",
+        "caf\u00e9",               // not ASCII
+        "c234567890123456789012345678901234567890123456789012345678901234", // 64 bytes: PostgreSQL would truncate it
+    })
+    void aChannelThatIsNotAPlainIdentifierIsRefused(String channel) {
+        assertMentions(refused(b -> b.notifyChannel(channel)), "notifyChannel", channel);
+    }
+
+    @Test
+    void aNullChannelIsRefusedRatherThanTreatedAsNone() {
+        assertMentions(refused(b -> b.notifyChannel(null)), "notifyChannel");
+    }
+
+    // ------------------------------------------------------------------ tablePrefix
+
+    @ParameterizedTest
+    @ValueSource(strings = {"", "ddb", "_x", "tenant_42", "p234567890123456789012345678901234567"}) // last: 37 bytes, the most
+    void aPrefixMakingLegalIdentifiersIsAccepted(String prefix) {
+        assertEquals(prefix, builder().tablePrefix(prefix).build().tablePrefix());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "x; DROP TABLE y",
+        "a\"b",
+        "A",
+        "Ddb",
+        "1abc",
+        "a b",
+        "a-b",
+        "a.b",            // would name another schema's table
+        "x--",
+        "p\u00e9",
+        "\u0000",
+    })
+    void aPrefixThatCouldInjectSqlOrNeedsQuotingIsRefused(String prefix) {
+        assertMentions(refused(b -> b.tablePrefix(prefix)), "tablePrefix");
+    }
+
+    @Test
+    void aPrefixSoLongThatAnIndexNameWouldExceed63BytesIsRefused() {
+        // 38 + "_" + "work_queue_items" + "_reap_idx" = 64 bytes: PostgreSQL would silently truncate it.
+        String prefix = "p2345678901234567890123456789012345678";
+        assertEquals(64, (prefix + "_work_queue_items_reap_idx").length());
+        assertMentions(refused(b -> b.tablePrefix(prefix)), "tablePrefix", "38");
+    }
+
+    @Test
+    void aNullPrefixIsRefusedRatherThanTreatedAsTheDefault() {
+        assertMentions(refused(b -> b.tablePrefix(null)), "tablePrefix");
+    }
+}

@@ -1,0 +1,358 @@
+package io.workqueue.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.workqueue.QueueClosedException;
+import io.workqueue.WorkQueueException;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Deque;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Schedulers;
+import reactor.test.StepVerifier;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/** {@link GroupCommit} with a fake write function; timers on virtual time. */
+class GroupCommitTest {
+    private static final Duration TIMEOUT = Duration.ofSeconds(10);
+
+    private final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+
+    @AfterEach
+    void disposeTimer() {
+        vts.dispose();
+    }
+
+    /**
+     * A write function whose writes stay in flight until the test completes or fails them, one at
+     * a time, in order. Records every batch it was handed.
+     */
+    private static final class HeldWrites implements Function<List<String>, Mono<Void>> {
+        final List<List<String>> batches = Collections.synchronizedList(new ArrayList<>());
+        final Deque<Sinks.Empty<Void>> inFlight = new ArrayDeque<>();
+        final AtomicInteger cancelled = new AtomicInteger();
+
+        @Override
+        public synchronized Mono<Void> apply(List<String> payloads) {
+            batches.add(List.copyOf(payloads));
+            Sinks.Empty<Void> done = Sinks.empty();
+            inFlight.add(done);
+            return done.asMono().doOnCancel(cancelled::incrementAndGet);
+        }
+
+        synchronized void completeNext() {
+            assertEquals(Sinks.EmitResult.OK, inFlight.poll().tryEmitEmpty());
+        }
+
+        synchronized void failNext(Throwable error) {
+            assertEquals(Sinks.EmitResult.OK, inFlight.poll().tryEmitError(error));
+        }
+    }
+
+    /** A caller's view of one submission. */
+    private static final class Caller {
+        volatile boolean completed;
+        volatile Throwable error;
+        final Disposable subscription;
+
+        Caller(GroupCommit<String> commit, String payload) {
+            subscription = Mono.defer(() -> commit.submit(payload))
+                    .subscribe(null, e -> error = e, () -> completed = true);
+        }
+
+        boolean waiting() {
+            return !completed && error == null;
+        }
+    }
+
+    // ---------------------------------------------------------------- batching
+
+    @Test
+    void anIdleCommitWritesAtOnceWithoutATimer() {
+        List<List<String>> batches = new ArrayList<>();
+        GroupCommit<String> commit = new GroupCommit<>("q", payloads -> Mono.fromRunnable(() -> batches.add(payloads)), TIMEOUT, vts);
+
+        StepVerifier.create(Mono.defer(() -> commit.submit("a"))).verifyComplete();
+
+        assertEquals(List.of(List.of("a")), batches);
+    }
+
+    @Test
+    void submissionsAccumulateWhileAWriteIsInFlightAndRideTheNextOneTogether() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+
+        Caller first = new Caller(commit, "first");
+        List<Caller> riders = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            riders.add(new Caller(commit, "r" + i));
+        }
+        assertEquals(List.of(List.of("first")), writes.batches, "one write in flight; the rest wait");
+        assertTrue(riders.stream().allMatch(Caller::waiting));
+
+        writes.completeNext();
+
+        assertTrue(first.completed);
+        assertEquals(2, writes.batches.size());
+        assertEquals(riders.size(), writes.batches.get(1).size(), "all hundred ride one write");
+        assertEquals("r0", writes.batches.get(1).get(0));
+        assertTrue(riders.stream().allMatch(Caller::waiting), "not complete before their own write");
+
+        writes.completeNext();
+        assertTrue(riders.stream().allMatch(c -> c.completed));
+    }
+
+    @Test
+    void concurrentSubmittersAreAllWrittenExactlyOnceAndTheWriteNeverRunsConcurrently() throws Exception {
+        int threads = 16;
+        int perThread = 800;
+        int total = threads * perThread;
+        AtomicInteger inFlight = new AtomicInteger();
+        AtomicInteger maxInFlight = new AtomicInteger();
+        AtomicInteger writeCount = new AtomicInteger();
+        Queue<String> written = new ConcurrentLinkedQueue<>();
+        Set<String> committed = ConcurrentHashMap.newKeySet();
+        Function<List<String>, Mono<Void>> write = payloads -> {
+            maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+            writeCount.incrementAndGet();
+            written.addAll(payloads);
+            // Completes on another thread a little later, like a database round trip.
+            return Mono.delay(Duration.ofMillis(1), Schedulers.parallel())
+                    .doOnNext(tick -> committed.addAll(payloads))
+                    .doOnTerminate(inFlight::decrementAndGet)
+                    .then();
+        };
+        GroupCommit<String> commit = new GroupCommit<>("q", write, TIMEOUT, Schedulers.parallel());
+
+        CountDownLatch done = new CountDownLatch(total);
+        Queue<Throwable> errors = new ConcurrentLinkedQueue<>();
+        Queue<String> completedBeforeCommit = new ConcurrentLinkedQueue<>();
+        CyclicBarrier start = new CyclicBarrier(threads);
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                pool.execute(() -> {
+                    try {
+                        start.await(10, TimeUnit.SECONDS);
+                    } catch (Exception e) {
+                        errors.add(e);
+                    }
+                    for (int i = 0; i < perThread; i++) {
+                        String payload = thread + ":" + i;
+                        Mono.defer(() -> commit.submit(payload)).subscribe(null,
+                                e -> {
+                                    errors.add(e);
+                                    done.countDown();
+                                },
+                                () -> {
+                                    if (!committed.contains(payload)) {
+                                        completedBeforeCommit.add(payload);
+                                    }
+                                    done.countDown();
+                                });
+                    }
+                });
+            }
+            assertTrue(done.await(60, TimeUnit.SECONDS), "callers still waiting: " + done.getCount());
+        } finally {
+            pool.shutdownNow();
+        }
+
+        assertEquals(List.of(), List.copyOf(errors));
+        assertEquals(List.of(), List.copyOf(completedBeforeCommit), "a caller completed before its write committed");
+        assertEquals(total, written.size(), "every submission written once");
+        assertEquals(total, new HashSet<>(written).size(), "none written twice, none lost");
+        assertEquals(1, maxInFlight.get(), "the write function ran concurrently with itself");
+        assertTrue(writeCount.get() <= total / 10,
+                "submissions should accumulate while a write is in flight: " + writeCount.get() + " writes for " + total);
+    }
+
+    // ---------------------------------------------------------------- cancellation and failure
+
+    @Test
+    void aCallerCancellingStopsWaitingButDoesNotCancelTheWrite() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+
+        Caller onlyCaller = new Caller(commit, "a");
+        onlyCaller.subscription.dispose();
+
+        assertEquals(0, writes.cancelled.get(), "the shared write is not the caller's to cancel");
+        writes.completeNext();
+        assertEquals(List.of(List.of("a")), writes.batches);
+        assertFalse(onlyCaller.completed, "a cancelled caller hears nothing more");
+    }
+
+    @Test
+    void aCallerCancellingDoesNotAffectTheOthersInItsBatch() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+        Caller blocker = new Caller(commit, "blocker");
+        Caller leaving = new Caller(commit, "leaving");
+        Caller staying = new Caller(commit, "staying");
+        leaving.subscription.dispose();
+
+        writes.completeNext();
+        assertEquals(List.of("leaving", "staying"), writes.batches.get(1), "a cancelled submission is still written");
+        writes.completeNext();
+
+        assertTrue(blocker.completed && staying.completed);
+        assertEquals(0, writes.cancelled.get());
+    }
+
+    @Test
+    void aFailingWriteFailsOnlyTheCallersOfItsOwnBatch() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+        RuntimeException failure = new RuntimeException("unique violation");
+
+        Caller a = new Caller(commit, "a");          // batch 1
+        Caller b = new Caller(commit, "b");          // batch 2
+        Caller c = new Caller(commit, "c");          // batch 2
+        writes.completeNext();
+        Caller d = new Caller(commit, "d");          // batch 3, arrives while batch 2 is in flight
+        writes.failNext(failure);
+        writes.completeNext();
+
+        assertEquals(List.of(List.of("a"), List.of("b", "c"), List.of("d")), writes.batches);
+        assertTrue(a.completed);
+        assertSame(failure, b.error);
+        assertSame(failure, c.error);
+        assertTrue(d.completed, "the batch after a failure is written normally");
+    }
+
+    @Test
+    void aWriteFunctionThatThrowsFailsItsBatchAndTheCommitCarriesOn() {
+        AtomicInteger calls = new AtomicInteger();
+        IllegalStateException thrown = new IllegalStateException("thrown, not signalled");
+        GroupCommit<String> commit = new GroupCommit<>("q", payloads -> {
+            if (calls.incrementAndGet() == 1) {
+                throw thrown;
+            }
+            return Mono.empty();
+        }, TIMEOUT, vts);
+
+        StepVerifier.create(Mono.defer(() -> commit.submit("a"))).expectErrorSatisfies(e -> assertSame(thrown, e)).verify(TIMEOUT);
+        StepVerifier.create(Mono.defer(() -> commit.submit("b"))).verifyComplete();
+    }
+
+    @Test
+    void aWriteThatOutlivesItsTimeoutFailsItsBatchWithAWorkQueueException() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String> commit = new GroupCommit<>("emails", writes, Duration.ofSeconds(10), vts);
+
+        Caller a = new Caller(commit, "a");
+        Caller b = new Caller(commit, "b"); // waits behind the stuck write
+        vts.advanceTimeBy(Duration.ofMillis(9_999));
+        assertTrue(a.waiting());
+        vts.advanceTimeBy(Duration.ofMillis(1));
+
+        WorkQueueException error = assertInstanceOf(WorkQueueException.class, a.error);
+        assertInstanceOf(TimeoutException.class, error.getCause());
+        assertTrue(error.getMessage().contains("emails"), error.getMessage());
+        assertEquals(1, writes.cancelled.get(), "the timed-out write is abandoned");
+
+        // The commit is not stuck: the next batch was written as soon as the first gave up.
+        assertEquals(List.of(List.of("a"), List.of("b")), writes.batches);
+        writes.inFlight.poll(); // the abandoned write's signal
+        writes.completeNext();
+        assertTrue(b.completed);
+    }
+
+    // ---------------------------------------------------------------- close
+
+    @Test
+    void closeFlushesWhatIsPendingThenRefusesNewSubmissions() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String> commit = new GroupCommit<>("emails", writes, TIMEOUT, vts);
+        Caller inFlight = new Caller(commit, "in-flight");
+        Caller pending = new Caller(commit, "pending");
+
+        AtomicBoolean closed = new AtomicBoolean();
+        commit.close().subscribe(null, e -> { throw new AssertionError(e); }, () -> closed.set(true));
+
+        StepVerifier.create(Mono.defer(() -> commit.submit("late")))
+                .expectErrorSatisfies(e -> {
+                    assertInstanceOf(QueueClosedException.class, e);
+                    assertTrue(e.getMessage().contains("emails"), e.getMessage());
+                })
+                .verify(TIMEOUT);
+        assertFalse(closed.get());
+        writes.completeNext();
+        assertFalse(closed.get(), "the pending submission is not written yet");
+        writes.completeNext();
+        assertTrue(closed.get());
+
+        assertTrue(inFlight.completed && pending.completed);
+        assertEquals(List.of(List.of("in-flight"), List.of("pending")), writes.batches, "late was never written");
+    }
+
+    @Test
+    void closeIsIdempotent() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+        Caller pending = new Caller(commit, "a");
+
+        Mono<Void> first = commit.close();
+        Mono<Void> second = commit.close();
+        AtomicInteger completions = new AtomicInteger();
+        first.subscribe(null, null, completions::incrementAndGet);
+        second.subscribe(null, null, completions::incrementAndGet);
+        assertEquals(0, completions.get());
+
+        writes.completeNext();
+
+        assertEquals(2, completions.get());
+        assertTrue(pending.completed);
+        StepVerifier.create(commit.close()).verifyComplete();
+        assertEquals(1, writes.batches.size(), "closing again writes nothing");
+    }
+
+    @Test
+    void closingAnIdleCommitCompletesAtOnceWithoutAWrite() {
+        AtomicInteger writes = new AtomicInteger();
+        GroupCommit<String> commit = new GroupCommit<>("q", payloads -> Mono.fromRunnable(writes::incrementAndGet), TIMEOUT, vts);
+        StepVerifier.create(commit.close()).verifyComplete();
+        assertEquals(0, writes.get());
+        StepVerifier.create(Mono.defer(() -> commit.submit("x"))).expectError(QueueClosedException.class).verify(TIMEOUT);
+    }
+
+    @Test
+    void closeCompletesEvenWhenTheFlushFails() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+        Caller pending = new Caller(commit, "a");
+        RuntimeException failure = new RuntimeException("connection refused");
+
+        StepVerifier.create(commit.close())
+                .then(() -> writes.failNext(failure))
+                .verifyComplete();
+        assertSame(failure, pending.error, "the caller hears about the failure; close only reports the flush ended");
+    }
+}

@@ -1,0 +1,158 @@
+package io.workqueue.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.Statement;
+import io.workqueue.testing.TestDatabase;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * Every statement in {@link Sql} is planned by the real server with typed bind parameters, so a
+ * statement that no longer parses, names a column that is gone, or mistypes a parameter fails
+ * here, before any behaviour test has to find out why.
+ */
+class SqlExplainIT {
+    private static String prefix;
+    private static Sql sql;
+
+    /** Marks a parameter bound as SQL NULL of a type. */
+    private record Null(Class<?> type) {}
+
+    @BeforeAll
+    static void createTable() {
+        prefix = TestDatabase.createTable();
+        sql = new Sql(prefix);
+    }
+
+    /** The plan of {@code statement} with these binds; nothing is executed. */
+    private static List<String> explain(String statement, Object... binds) {
+        return Mono.usingWhen(TestDatabase.pool().create(),
+                        (Connection c) -> {
+                            Statement explain = c.createStatement("EXPLAIN " + statement);
+                            for (int i = 0; i < binds.length; i++) {
+                                if (binds[i] instanceof Null n) {
+                                    explain.bindNull(i, n.type());
+                                } else {
+                                    explain.bind(i, binds[i]);
+                                }
+                            }
+                            return Flux.from(explain.execute())
+                                    .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                                    .collectList();
+                        },
+                        Connection::close)
+                .block(Duration.ofSeconds(30));
+    }
+
+    /** Every statement, with binds of the types the queue binds. */
+    private static Map<String, Object[]> everyStatementWithBinds() {
+        String[] keys = {"a", "b"};
+        return Map.of(
+                "enqueue", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L}},
+                "claimDue", new Object[] {"q", 0, 10, 30_000_000L},
+                "completeKeys", new Object[] {"q", keys},
+                "releaseKeys", new Object[] {"q", keys, 5_000_000L, "boom"},
+                "removeKeys", new Object[] {"q", keys},
+                "reapCompleted", new Object[] {"q", 86_400_000_000L, 1000},
+                "stats", new Object[] {"q", 3});
+    }
+
+    private static String statement(String field) {
+        try {
+            return (String) Sql.class.getDeclaredField(field).get(sql);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError("Sql has no statement " + field, e);
+        }
+    }
+
+    @Test
+    void everyStatementFieldOfSqlIsCoveredHere() {
+        Set<String> fields = Arrays.stream(Sql.class.getDeclaredFields())
+                .filter(f -> f.getType() == String.class && !Modifier.isStatic(f.getModifiers()))
+                .map(Field::getName)
+                .filter(name -> !name.equals("table"))
+                .collect(Collectors.toCollection(TreeSet::new));
+        assertEquals(new TreeSet<>(everyStatementWithBinds().keySet()), fields,
+                "a statement was added to Sql without an EXPLAIN case, or one was removed");
+    }
+
+    @Test
+    void theServerPlansEveryStatement() {
+        everyStatementWithBinds().forEach((field, binds) -> {
+            List<String> plan = explain(statement(field), binds);
+            assertFalse(plan.isEmpty(), field);
+        });
+    }
+
+    @Test
+    void releasePlansWithoutACause() {
+        List<String> plan = explain(sql.releaseKeys, "q", new String[] {"a"}, -1L, new Null(String.class));
+        assertFalse(plan.isEmpty());
+    }
+
+    @Test
+    void keyStatementsPlanWithEmptyArrays() {
+        assertFalse(explain(sql.enqueue, "q", new String[0], new Integer[0], new Long[0]).isEmpty());
+        assertFalse(explain(sql.completeKeys, "q", new String[0]).isEmpty());
+        assertFalse(explain(sql.removeKeys, "q", new String[0]).isEmpty());
+    }
+
+    @Test
+    void everyStatementNamesOnlyTheTableOfItsPrefix() {
+        for (String field : everyStatementWithBinds().keySet()) {
+            String text = statement(field).replaceAll("--[^\n]*", "");
+            assertTrue(text.contains(prefix + "_work_queue_items"), field);
+            assertFalse(text.replace(prefix + "_work_queue_items", "").contains("work_queue_items"), field + ": " + text);
+        }
+    }
+
+    @Test
+    void theClaimUsesThePartialDueIndex() {
+        String table = prefix + "_work_queue_items";
+        String queue = TestDatabase.uniqueName("explain");
+        // A backlog in this queue, history (completed rows) beside it, and other queues' work.
+        TestDatabase.queryStrings("INSERT INTO " + table + " (queue_name, item_key, priority, completed_at)"
+                        + " SELECT CASE WHEN i % 4 = 0 THEN $1 ELSE 'other-' || (i % 3) END,"
+                        + "        'k' || i, i % 5, CASE WHEN i % 2 = 1 THEN now() END"
+                        + " FROM generate_series(1, 4000) AS i",
+                queue);
+        TestDatabase.execute("ANALYZE " + table);
+
+        List<String> plan = explain(sql.claimDue, queue, 0, 10, 30_000_000L);
+
+        String text = String.join("\n", plan);
+        assertTrue(text.contains(table + "_due_idx"), "the claim should scan the partial due index:\n" + text);
+        assertFalse(text.contains("Seq Scan"), text);
+    }
+
+    @Test
+    void theReaperUsesThePartialReapIndex() {
+        String table = prefix + "_work_queue_items";
+        String queue = TestDatabase.uniqueName("reap");
+        TestDatabase.queryStrings("INSERT INTO " + table + " (queue_name, item_key, completed_at)"
+                        + " SELECT CASE WHEN i % 4 = 0 THEN $1 ELSE 'hist-' || (i % 3) END, 'r' || i,"
+                        + "        CASE WHEN i % 3 <> 0 THEN now() - i * INTERVAL '1 minute' END"
+                        + " FROM generate_series(1, 4000) AS i",
+                queue);
+        TestDatabase.execute("ANALYZE " + table);
+
+        String text = String.join("\n", explain(sql.reapCompleted, queue, 3_600_000_000L, 100));
+
+        assertTrue(text.contains(table + "_reap_idx"), "the reaper should scan the partial reap index:\n" + text);
+    }
+}
