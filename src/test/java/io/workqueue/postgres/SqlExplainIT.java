@@ -36,7 +36,7 @@ class SqlExplainIT {
     @BeforeAll
     static void createTable() {
         prefix = TestDatabase.createTable();
-        sql = new Sql(prefix);
+        sql = new Sql(prefix, false);
     }
 
     /** The plan of {@code statement} with these binds; nothing is executed. */
@@ -65,6 +65,7 @@ class SqlExplainIT {
         return Map.of(
                 "enqueue", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L}},
                 "claimDue", new Object[] {"q", 0, 10, 30_000_000L},
+                "completeAndClaim", new Object[] {"q", 0, 10, 30_000_000L, keys},
                 "completeKeys", new Object[] {"q", keys},
                 "releaseKeys", new Object[] {"q", keys, 5_000_000L, "boom"},
                 "removeKeys", new Object[] {"q", keys},
@@ -97,6 +98,15 @@ class SqlExplainIT {
             List<String> plan = explain(statement(field), binds);
             assertFalse(plan.isEmpty(), field);
         });
+    }
+
+    @Test
+    void theNotifyingEnqueuePlansWithItsChannel() {
+        Sql notifying = new Sql(prefix, true);
+        assertTrue(notifying.enqueue.contains("pg_notify"));
+        assertFalse(sql.enqueue.contains("pg_notify"));
+        assertFalse(explain(notifying.enqueue, "q", new String[] {"a"}, new Integer[] {0}, new Long[] {0L}, "chan")
+                .isEmpty());
     }
 
     @Test
