@@ -33,6 +33,28 @@ public final class Faults {
                         + " ON " + table + " FOR EACH ROW EXECUTE FUNCTION " + name + "_fault()");
     }
 
+    /**
+     * Fails every row written by {@code operation} whose key is {@code key}, on the table of
+     * {@code prefix}, with {@code sqlState}; other rows pass.
+     */
+    public static void failKey(String prefix, String operation, String key, String sqlState) {
+        if (!operation.equals("INSERT") && !operation.equals("UPDATE")) {
+            throw new IllegalArgumentException("operation must be INSERT or UPDATE but was " + operation);
+        }
+        if (!sqlState.matches("[0-9A-Z]{5}") || !key.matches("[A-Za-z0-9_-]+")) {
+            throw new IllegalArgumentException("not a SQLSTATE or a plain key: " + sqlState + ", " + key);
+        }
+        String table = Queues.table(prefix);
+        String name = table + "_" + operation.toLowerCase(java.util.Locale.ROOT) + "_key";
+        TestDatabase.execute(
+                "CREATE FUNCTION " + name + "_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                        + " IF NEW.item_key = '" + key + "' THEN"
+                        + " RAISE EXCEPTION 'injected failure for key %', NEW.item_key USING ERRCODE = '" + sqlState + "'; END IF;"
+                        + " RETURN NEW; END $$",
+                "CREATE TRIGGER " + operation.toLowerCase(java.util.Locale.ROOT) + "_key_fault BEFORE " + operation
+                        + " ON " + table + " FOR EACH ROW EXECUTE FUNCTION " + name + "_fault()");
+    }
+
     /** How many rows the {@code operation} trigger has seen so far (sequences never roll back). */
     public static long rowsSeen(String prefix, String operation) {
         String name = Queues.table(prefix) + "_" + operation.toLowerCase(java.util.Locale.ROOT);
