@@ -140,7 +140,8 @@ public final class DemandPacedClaims<T> {
 
                 @Override
                 protected void hookOnError(Throwable error) {
-                    onError(error);
+                    // Qualified: unqualified, this resolves to BaseSubscriber.onError, which drops it.
+                    Loop.this.onError(error);
                 }
             };
             step = subscriber;
