@@ -214,4 +214,20 @@ class ClaimStreamIT {
             assertEquals(3L, Faults.rowsSeen(isolated, "UPDATE"), "two failed claims, then one that leased");
         }
     }
+
+    @Test
+    void aLostConnectionIsRetriedAndTheStreamContinues() {
+        String isolated = TestDatabase.createTable();
+        ReactiveWorkQueue<String> queue = Queues.fresh(isolated, "lost");
+        queue.enqueueKeys("a").block(WAIT);
+        Faults.dropConnectionOnRows(isolated, "UPDATE", 1);
+        TestSubscriber<Item<String>> subscriber = TestSubscriber.builder().initialRequest(100).build();
+
+        queue.claimStream(LEASE, Duration.ofMillis(100)).subscribe(subscriber);
+        awaitReceived(subscriber, 1);
+        subscriber.cancel();
+
+        assertEquals(new Item<>("a", 0, 1, false), subscriber.getReceivedOnNext().get(0));
+        assertEquals(2L, Faults.rowsSeen(isolated, "UPDATE"), "a claim on a connection that died, then one that leased");
+    }
 }

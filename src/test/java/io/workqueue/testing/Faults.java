@@ -34,6 +34,27 @@ public final class Faults {
     }
 
     /**
+     * Kills the connection that writes the first {@code failures} rows of {@code operation} on the
+     * table of {@code prefix}: the backend terminates itself mid-statement, so the client sees the
+     * connection lost (SQLSTATE 57P01, then the socket closing). Later rows pass.
+     */
+    public static void dropConnectionOnRows(String prefix, String operation, int failures) {
+        if (!operation.equals("INSERT") && !operation.equals("UPDATE")) {
+            throw new IllegalArgumentException("operation must be INSERT or UPDATE but was " + operation);
+        }
+        String table = Queues.table(prefix);
+        String name = table + "_" + operation.toLowerCase(java.util.Locale.ROOT);
+        TestDatabase.execute(
+                "CREATE SEQUENCE " + name + "_rows",
+                "CREATE FUNCTION " + name + "_fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                        + " IF nextval('" + name + "_rows') <= " + failures + " THEN"
+                        + " PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); END IF;"
+                        + " RETURN NEW; END $$",
+                "CREATE TRIGGER " + operation.toLowerCase(java.util.Locale.ROOT) + "_fault BEFORE " + operation
+                        + " ON " + table + " FOR EACH ROW EXECUTE FUNCTION " + name + "_fault()");
+    }
+
+    /**
      * Fails every row written by {@code operation} whose key is {@code key}, on the table of
      * {@code prefix}, with {@code sqlState}; other rows pass.
      */
