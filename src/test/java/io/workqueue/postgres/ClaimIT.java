@@ -181,6 +181,27 @@ class ClaimIT {
     }
 
     @Test
+    void aNegativeEnqueueDelayMeansNowNotThePast() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "negative-delay");
+        queue.enqueue(Entry.of("a").withDelay(Duration.ofHours(-1))).block(WAIT);
+
+        assertEquals("true", Queues.column(prefix, queue, "a", "available_at = enqueued_at"));
+        assertEquals(List.of("a"), keys(claim(queue, 1)));
+    }
+
+    @Test
+    void aClaimOnlyLeasesItemsOfItsOwnQueue() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "mine");
+        ReactiveWorkQueue<String> neighbour = Queues.fresh(prefix, "theirs");
+        neighbour.enqueue(Entry.of("shared").withPriority(9), Entry.of("theirs").withPriority(9)).block(WAIT);
+        queue.enqueueKeys("shared", "mine").block(WAIT);
+
+        assertEquals(List.of("mine", "shared"), keys(claim(queue, 10)));
+        assertEquals(List.of(), claim(queue, 10));
+        assertEquals(2, neighbour.stats().block(WAIT).ready(), "the neighbour's items are untouched");
+    }
+
+    @Test
     void anItemOutOfAttemptsStallsAndIsCountedStalledNotReady() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "attempts", c -> c.maxAttempts(2));
         queue.enqueue(Entry.of("flaky").withPriority(1), Entry.of("other")).block(WAIT);

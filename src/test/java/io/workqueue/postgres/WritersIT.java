@@ -83,6 +83,24 @@ class WritersIT {
         assertEquals("true", column(queue, "a", "last_error IS NULL"));
     }
 
+    @Test
+    void writersOnlyTouchTheirOwnQueue() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "own");
+        ReactiveWorkQueue<String> neighbour = Queues.fresh(prefix, "own-neighbour");
+        neighbour.enqueueKeys("a", "b", "c").block(WAIT);
+        neighbour.claim(0, LEASE).block(WAIT);
+        queue.enqueueKeys("a", "b", "c").block(WAIT);
+
+        assertEquals(1L, queue.complete("a").block(WAIT));
+        assertEquals(1L, queue.release(Duration.ofHours(1), new RuntimeException("x"), "b").block(WAIT));
+        assertEquals(1L, queue.remove("c").block(WAIT));
+
+        assertEquals(new Stats(3, 0, 3, 0, 0, Duration.ZERO), neighbour.stats().block(WAIT));
+        for (String key : List.of("a", "b", "c")) {
+            assertEquals("true", column(neighbour, key, "last_error IS NULL AND lease_until > now() AND completed_at IS NULL"));
+        }
+    }
+
     // ---------------------------------------------------------------- release
 
     @Test
