@@ -164,14 +164,14 @@ class ClaimIT {
     void anItemIsNotDueUntilItsDelayHasPassed() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "delayed");
         queue.enqueue(Entry.of("later").withDelay(Duration.ofHours(1)).withPriority(10),
-                Entry.of("soon").withDelay(Duration.ofMillis(300)).withPriority(5),
+                Entry.of("soon").withDelay(Duration.ofSeconds(1)).withPriority(5),
                 Entry.of("now")).block(WAIT);
         // The delay is measured on the database clock from the write, to the microsecond.
-        assertEquals("true", Queues.column(prefix, queue, "soon", "available_at - enqueued_at = INTERVAL '300 milliseconds'"));
+        assertEquals("true", Queues.column(prefix, queue, "soon", "available_at - enqueued_at = INTERVAL '1 second'"));
         assertEquals("true", Queues.column(prefix, queue, "later", "available_at - enqueued_at = INTERVAL '1 hour'"));
 
         assertEquals(List.of("now"), keys(claim(queue, 10)), "only the undelayed item is due at once");
-        List<Item<String>> soon = Poll.until(WAIT, "the 300ms delay to pass",
+        List<Item<String>> soon = Poll.until(WAIT, "the 1s delay to pass",
                 () -> claim(queue, 10), items -> !items.isEmpty());
         assertEquals(List.of("soon"), keys(soon));
         assertEquals(List.of(), claim(queue, 10), "an hour's delay has not passed");

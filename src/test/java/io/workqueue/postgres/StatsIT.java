@@ -118,7 +118,7 @@ class StatsIT {
     void aLapsedLeaseCountsAsReadyNotLeased() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "lapsed");
         queue.enqueueKeys("a").block(WAIT);
-        queue.claim(1, Duration.ofMillis(200)).block(WAIT);
+        queue.claim(1, Duration.ofSeconds(1)).block(WAIT);
         Stats leased = queue.stats().block(WAIT);
         assertEquals(1, leased.leased());
         assertEquals(0, leased.ready());
