@@ -1,0 +1,130 @@
+package io.workqueue.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.workqueue.Entry;
+import io.workqueue.Item;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.Stats;
+import io.workqueue.testing.Poll;
+import io.workqueue.testing.Queues;
+import io.workqueue.testing.TestDatabase;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** {@code stats()}: every field, on the database clock, with ready as the claim's own predicate. */
+class StatsIT {
+    private static final Duration WAIT = Duration.ofSeconds(10);
+    private static final Duration LEASE = Duration.ofMinutes(5);
+    private static String prefix;
+
+    @BeforeAll
+    static void createTable() {
+        prefix = TestDatabase.createTable();
+    }
+
+    @Test
+    void anEmptyQueueHasZeroEverywhere() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "empty");
+
+        assertEquals(new Stats(0, 0, 0, 0, 0, Duration.ZERO), queue.stats().block(WAIT));
+    }
+
+    @Test
+    void everyFieldCountsItsOwnItems() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "fields", c -> c.maxAttempts(2));
+        ReactiveWorkQueue<String> neighbour = Queues.fresh(prefix, "fields-neighbour");
+        neighbour.enqueueKeys("ready1", "other").block(WAIT);
+        // stalled: claimed twice under maxAttempts 2, then released.
+        queue.enqueue(Entry.of("stalled").withPriority(100)).block(WAIT);
+        for (int i = 0; i < 2; i++) {
+            assertEquals("stalled", queue.claim(1, LEASE).block(WAIT).get(0).key());
+            queue.release(Duration.ZERO, null, "stalled").block(WAIT);
+        }
+        // leased: the highest priority left when the claim runs.
+        queue.enqueue(Entry.of("leased").withPriority(50)).block(WAIT);
+        assertEquals("leased", queue.claim(1, LEASE).block(WAIT).get(0).key());
+        queue.enqueue(Entry.of("ready1"), Entry.of("ready2"), Entry.of("delayed").withDelay(Duration.ofHours(1)),
+                Entry.of("done1"), Entry.of("done2")).block(WAIT);
+        queue.complete("done1", "done2").block(WAIT);
+        // ready1 has been available for a minute.
+        Queues.update(prefix, queue, "ready1", "available_at = available_at - INTERVAL '1 minute'");
+
+        Stats stats = queue.stats().block(WAIT);
+        assertEquals(5, stats.pending(), "stalled, leased, ready1, ready2, delayed");
+        assertEquals(2, stats.ready(), "ready1, ready2");
+        assertEquals(1, stats.leased());
+        assertEquals(1, stats.stalled());
+        assertEquals(2, stats.completed());
+        assertTrue(stats.oldestReadyAge().compareTo(Duration.ofMinutes(1)) >= 0
+                && stats.oldestReadyAge().compareTo(Duration.ofMinutes(1).plusSeconds(30)) < 0,
+                "the oldest ready item has waited a minute on the database clock, but was " + stats.oldestReadyAge());
+
+        List<Item<String>> claimable = queue.claim(0, LEASE).block(WAIT);
+        assertEquals(stats.ready(), claimable.size(), "ready is exactly what a claim hands out");
+        assertEquals(List.of("ready1", "ready2"), claimable.stream().map(Item::key).toList());
+    }
+
+    @Test
+    void readyIsWhatAClaimWouldHandOutWhenAttemptsAreUnlimited() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "unlimited");
+        queue.enqueue(Entry.of("leased").withPriority(3), Entry.of("retried").withPriority(2), Entry.of("fresh"),
+                Entry.of("delayed").withDelay(Duration.ofHours(1))).block(WAIT);
+        assertEquals("leased", queue.claim(1, LEASE).block(WAIT).get(0).key());
+        for (int i = 0; i < 5; i++) {
+            assertEquals("retried", queue.claim(1, LEASE).block(WAIT).get(0).key());
+            queue.release(Duration.ZERO, null, "retried").block(WAIT);
+        }
+
+        Stats stats = queue.stats().block(WAIT);
+        assertEquals(0, stats.stalled(), "stalled is 0 when attempts are unlimited");
+        assertEquals(4, stats.pending());
+        assertEquals(1, stats.leased());
+        assertEquals(2, stats.ready(), "retried (5 attempts so far) and fresh");
+        assertEquals(stats.ready(), queue.claim(0, LEASE).block(WAIT).size());
+        assertEquals(0, queue.stats().block(WAIT).ready());
+    }
+
+    @Test
+    void oldestReadyAgeIsPositiveOnceSomethingHasBeenReadyAWhile() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "age");
+        queue.enqueueKeys("a").block(WAIT);
+
+        Duration first = queue.stats().block(WAIT).oldestReadyAge();
+        assertTrue(first.compareTo(Duration.ZERO) > 0, "ready since the enqueue committed: " + first);
+        Duration later = Poll.until(WAIT, "the age to grow", () -> queue.stats().block(WAIT).oldestReadyAge(),
+                age -> age.compareTo(first.plusMillis(50)) > 0);
+        assertTrue(later.compareTo(Duration.ofSeconds(5)) < 0, "an age in the right unit: " + later);
+    }
+
+    @Test
+    void oldestReadyAgeIsZeroWhenNothingIsReady() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "none-ready");
+        queue.enqueue(Entry.of("leased").withPriority(1), Entry.of("delayed").withDelay(Duration.ofHours(1)),
+                Entry.of("done")).block(WAIT);
+        Queues.update(prefix, queue, "done", "available_at = available_at - INTERVAL '1 hour'");
+        Queues.update(prefix, queue, "leased", "available_at = available_at - INTERVAL '1 hour'");
+        queue.complete("done").block(WAIT);
+        queue.claim(1, LEASE).block(WAIT);
+
+        Stats stats = queue.stats().block(WAIT);
+        assertEquals(new Stats(2, 0, 1, 0, 1, Duration.ZERO), stats);
+    }
+
+    @Test
+    void aLapsedLeaseCountsAsReadyNotLeased() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "lapsed");
+        queue.enqueueKeys("a").block(WAIT);
+        queue.claim(1, Duration.ofSeconds(1)).block(WAIT);
+        Stats leased = queue.stats().block(WAIT);
+        assertEquals(1, leased.leased());
+        assertEquals(0, leased.ready());
+
+        Stats lapsed = Poll.until(WAIT, "the lease to lapse", () -> queue.stats().block(WAIT), s -> s.leased() == 0);
+        assertEquals(1, lapsed.ready());
+        assertEquals(1, lapsed.pending());
+    }
+}
