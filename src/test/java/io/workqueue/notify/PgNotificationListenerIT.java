@@ -10,14 +10,13 @@ import io.workqueue.InvalidConfigException;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
+import io.workqueue.testing.Poll;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
-import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -73,7 +72,7 @@ class PgNotificationListenerIT {
         subscriptions.add(listener.wakeups()
                 .filter(w -> w == PgNotificationListener.SESSION_ESTABLISHED)
                 .subscribe(w -> sessions.incrementAndGet()));
-        awaitTrue(() -> sessions.get() > 0, "LISTEN session established");
+        Poll.until(TIMEOUT, "LISTEN session established", () -> sessions.get() > 0);
     }
 
     @Test
@@ -128,7 +127,7 @@ class PgNotificationListenerIT {
         List<Notification> seen = new CopyOnWriteArrayList<>();
         subscriptions.add(listener.notifications().subscribe(seen::add));
         TestDatabase.execute("SELECT pg_notify('" + channel + "', 'end')");
-        awaitTrue(() -> seen.stream().anyMatch(n -> "end".equals(n.getParameter())), "sentinel");
+        Poll.until(TIMEOUT, "sentinel", () -> seen.stream().anyMatch(n -> "end".equals(n.getParameter())));
 
         int notifications = received.get() - 2;
         assertTrue(notifications >= 1, "at least one notification");
@@ -153,15 +152,15 @@ class PgNotificationListenerIT {
                 },
                 e -> terminations.incrementAndGet(),
                 terminations::incrementAndGet));
-        awaitTrue(() -> sessions.get() == 1, "first session");
+        Poll.until(TIMEOUT, "first session", () -> sessions.get() == 1);
 
         long killed = TestDatabase.queryLong(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1", "LISTEN " + channel);
         assertEquals(1L, killed, "the listener's backend was found and terminated");
 
-        awaitTrue(() -> sessions.get() == 2, "session re-established after pg_terminate_backend");
+        Poll.until(TIMEOUT, "session re-established after pg_terminate_backend", () -> sessions.get() == 2);
         TestDatabase.execute("SELECT pg_notify('" + channel + "', 'after')");
-        awaitTrue(() -> payloads.contains("after"), "notification after reconnect");
+        Poll.until(TIMEOUT, "notification after reconnect", () -> payloads.contains("after"));
         assertEquals(0, terminations.get(), "subscribers never see a lost connection as completion or error");
     }
 
@@ -174,12 +173,12 @@ class PgNotificationListenerIT {
         List<Item<String>> received = new CopyOnWriteArrayList<>();
         subscriptions.add(queue.claimStream(Duration.ofMinutes(1), Duration.ofSeconds(30)).subscribe(received::add));
         // Let the stream come back empty and settle into its 30 s wait.
-        awaitTrue(() -> queue.stats().block(TIMEOUT).pending() == 0, "empty queue");
+        Poll.until(TIMEOUT, "empty queue", () -> queue.stats().block(TIMEOUT).pending() == 0);
 
         for (String key : List.of("first", "second")) {
             long start = System.nanoTime();
             queue.enqueueKeys(key).block(TIMEOUT);
-            awaitTrue(() -> received.stream().anyMatch(i -> i.key().equals(key)), key + " claimed");
+            Poll.until(TIMEOUT, key + " claimed", () -> received.stream().anyMatch(i -> i.key().equals(key)));
             long elapsedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             assertTrue(elapsedMillis < 2_000, key + " claimed after " + elapsedMillis + " ms; the poll is 30 s");
         }
@@ -194,8 +193,8 @@ class PgNotificationListenerIT {
         listener.notifications().subscribe(n -> {}, e -> {}, completed::incrementAndGet);
         listener.close().block(TIMEOUT);
         assertEquals(1, completed.get());
-        awaitTrue(() -> TestDatabase.queryLong(
-                "SELECT count(*) FROM pg_stat_activity WHERE query = $1", "LISTEN " + channel) == 0, "backend gone");
+        Poll.until(TIMEOUT, "backend gone", () -> TestDatabase.queryLong(
+                "SELECT count(*) FROM pg_stat_activity WHERE query = $1", "LISTEN " + channel) == 0);
     }
 
     @Test
@@ -219,18 +218,4 @@ class PgNotificationListenerIT {
                 () -> WorkQueueConfig.builder("q").notifyChannel("Bad Channel").build()));
     }
 
-    private static void awaitTrue(BooleanSupplier condition, String what) {
-        long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for " + what);
-            }
-            Mono.delay(Duration.ofMillis(10)).block();
-        }
-    }
-
-    @SuppressWarnings("unused")
-    private static List<Integer> range(int n) {
-        return IntStream.range(0, n).boxed().toList();
-    }
 }

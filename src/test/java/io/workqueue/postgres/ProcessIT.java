@@ -9,6 +9,7 @@ import io.workqueue.Stats;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
 import io.workqueue.migrations.WorkQueueMigrations;
+import io.workqueue.testing.Poll;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -17,7 +18,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -65,7 +65,7 @@ class ProcessIT {
         assertEquals(500, emitted.stream().map(Item::key).distinct().count());
         assertEquals(500, handled.size());
         assertTrue(handled.values().stream().allMatch(n -> n == 1));
-        awaitTrue(() -> queue.stats().block(TIMEOUT).completed() == 500, "all completed");
+        Poll.until(TIMEOUT, "all completed", () -> queue.stats().block(TIMEOUT).completed() == 500);
         assertEquals(0, queue.stats().block(TIMEOUT).pending());
     }
 
@@ -121,8 +121,8 @@ class ProcessIT {
                         options().concurrency(1).backoff(attempts -> Duration.ofHours(1)).build())
                 .subscribe();
         try {
-            awaitTrue(() -> !TestDatabase.queryStrings("SELECT last_error FROM " + WorkQueueMigrations.tableName(prefix)
-                    + " WHERE queue_name = $1 AND last_error IS NOT NULL", queue.name()).isEmpty(), "error recorded");
+            Poll.until(TIMEOUT, "error recorded", () -> !TestDatabase.queryStrings("SELECT last_error FROM " + WorkQueueMigrations.tableName(prefix)
+                    + " WHERE queue_name = $1 AND last_error IS NOT NULL", queue.name()).isEmpty());
             assertEquals(List.of("renderer on fire"), TestDatabase.queryStrings("SELECT last_error FROM "
                     + WorkQueueMigrations.tableName(prefix) + " WHERE queue_name = $1", queue.name()));
             Stats stats = queue.stats().block(TIMEOUT);
@@ -146,24 +146,15 @@ class ProcessIT {
                         },
                         options().concurrency(3).build())
                 .subscribe();
-        awaitTrue(() -> started.get() == 3, "three handlers running");
+        Poll.until(TIMEOUT, "three handlers running", () -> started.get() == 3);
         worker.dispose();
         gate.tryEmitEmpty();
 
-        awaitTrue(() -> queue.stats().block(TIMEOUT).completed() == 3, "the three running items completed");
+        Poll.until(TIMEOUT, "the three running items completed", () -> queue.stats().block(TIMEOUT).completed() == 3);
         Stats stats = queue.stats().block(TIMEOUT);
         assertEquals(0, stats.leased(), "nothing claimed after cancellation");
         assertEquals(47, stats.ready());
         assertEquals(3, started.get());
     }
 
-    private static void awaitTrue(BooleanSupplier condition, String what) {
-        long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for " + what);
-            }
-            Mono.delay(Duration.ofMillis(10)).block();
-        }
-    }
 }
