@@ -1,7 +1,6 @@
 package io.workqueue.examples.webflux;
 
 import io.workqueue.InvalidKeyException;
-import io.workqueue.QueueClosedException;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
 import org.springframework.http.HttpStatus;
@@ -45,12 +44,6 @@ class TileController {
     @ExceptionHandler(InvalidKeyException.class)
     ProblemDetail invalidTile(InvalidKeyException e) {
         return ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST, e.getMessage());
-    }
-
-    /** The service is shutting down: the queue refuses new work, the client should retry elsewhere. */
-    @ExceptionHandler(QueueClosedException.class)
-    ProblemDetail shuttingDown(QueueClosedException e) {
-        return ProblemDetail.forStatusAndDetail(HttpStatus.SERVICE_UNAVAILABLE, e.getMessage());
     }
 
     /**
