@@ -21,6 +21,7 @@ import reactor.core.Disposable;
 import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.util.retry.Retry;
 
 /**
  * A fleet of tile renderers draining one queue: the scenario the library was designed for.
@@ -132,7 +133,11 @@ public final class TileFleet {
         return queue.claimStream(LEASE, POLL)
                 .flatMap(item -> render(queue, item), 16)
                 .bufferTimeout(64, Duration.ofMillis(20), true) // fair: respects concatMap's demand
-                .concatMap(queue::complete);
+                .concatMap(queue::complete)
+                // A failed complete (say, a dropped connection) ends this pipeline; what it held
+                // lapses and comes back reclaimed. Restart it rather than lose a worker.
+                .doOnError(e -> System.err.println("\nworker restarting after: " + e))
+                .retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(100)).maxBackoff(Duration.ofSeconds(2)));
     }
 
     /** Emits the tile's key when rendered; empty when it failed or the worker "crashed". */
