@@ -141,7 +141,8 @@ public final class DemandPacedClaims<T> {
 
                 @Override
                 protected void hookOnError(Throwable error) {
-                    onError(error);
+                    // Qualified: a bare onError(error) here is BaseSubscriber.onError, which drops it.
+                    Loop.this.onError(error);
                 }
             };
             step = subscriber;
