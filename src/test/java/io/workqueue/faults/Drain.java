@@ -46,7 +46,7 @@ final class Drain implements AutoCloseable {
     private final AtomicLong slowestEnqueueFailureNanos = new AtomicLong();
     private final AtomicInteger producedBatches = new AtomicInteger();
     private final Set<String> enqueueErrorKinds = ConcurrentHashMap.newKeySet();
-    private volatile boolean producerDone;
+    private volatile boolean producerDone = true; // until a producer starts
 
     Drain(ReactiveWorkQueue<String> queue, Ledger ledger) {
         this.queue = queue;
@@ -99,6 +99,7 @@ final class Drain implements AutoCloseable {
      * one batch every {@code pace}, retrying each failed batch until it commits.
      */
     void startProducer(String prefix, int batches, int batchSize, Duration pace) {
+        producerDone = false;
         running.add(Flux.range(0, batches)
                 .delayElements(pace)
                 .concatMap(b -> {

@@ -29,7 +29,7 @@ final class Ledger {
     private static final Logger log = LoggerFactory.getLogger(Ledger.class);
 
     /** One claim as a worker saw it. */
-    record Claim(int attempts, boolean reclaimed, String worker) {}
+    record Claim(int attempts, boolean reclaimed, String worker, long atNanos) {}
 
     private final String scenario;
     private final Set<String> enqueued = ConcurrentHashMap.newKeySet();
@@ -54,7 +54,7 @@ final class Ledger {
     void claimed(Item<String> item, String worker) {
         List<Claim> list = claims.computeIfAbsent(item.key(), k -> new ArrayList<>());
         synchronized (list) {
-            list.add(new Claim(item.attempts(), item.reclaimed(), worker));
+            list.add(new Claim(item.attempts(), item.reclaimed(), worker, System.nanoTime()));
         }
     }
 
