@@ -8,6 +8,7 @@ import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.notify.PgNotificationListener;
 import java.time.Duration;
+import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -102,7 +103,7 @@ class ServerRestartFaultIT {
                 int failuresBefore = drain.enqueueFailures();
                 // Due only once the server is down: the idle stream's first successful claim after
                 // the outage hands it out.
-                idle.enqueue(Entry.of("due-during-the-outage").withDelay(OUTAGE)).block(Duration.ofSeconds(10));
+                idle.enqueue(List.of(Entry.of("due-during-the-outage").withDelay(OUTAGE))).block(Duration.ofSeconds(10));
                 server.stop();
                 // The outage lasts at least OUTAGE and until enqueue callers have seen it as errors.
                 Await.until("enqueue callers get errors while the server is down", Duration.ofSeconds(30),
