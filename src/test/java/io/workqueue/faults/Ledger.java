@@ -38,6 +38,8 @@ final class Ledger {
     private final Map<String, List<Claim>> claims = new ConcurrentHashMap<>();
     private final Map<String, AtomicLong> completions = new ConcurrentHashMap<>();
     private final AtomicLong completedKeys = new AtomicLong();
+    /** Keys whose work always fails: released on every attempt, they must end stalled. */
+    private final Map<String, Integer> expectedStalled = new ConcurrentHashMap<>();
 
     Ledger(String scenario) {
         this.scenario = scenario;
@@ -45,6 +47,11 @@ final class Ledger {
 
     void enqueued(Collection<String> keys) {
         enqueued.addAll(keys);
+    }
+
+    /** {@code key} always fails and is released: it must end stalled after {@code maxAttempts} claims. */
+    void expectStalled(String key, int maxAttempts) {
+        expectedStalled.put(key, maxAttempts);
     }
 
     void enqueueRetried(Collection<String> keys) {
@@ -114,6 +121,11 @@ final class Ledger {
                 problems.add("lost: " + key + " is not in the table");
                 continue;
             }
+            Integer maxAttempts = expectedStalled.get(key);
+            if (maxAttempts != null) {
+                checkStalled(key, row, maxAttempts, problems);
+                continue;
+            }
             if (!row.completed()) {
                 problems.add("not completed: " + key + " " + row);
             }
@@ -156,6 +168,7 @@ final class Ledger {
                 problems.add("the table holds a key never enqueued: " + key);
             }
         }
+        long stalled = expectedStalled.size();
         long lost = enqueued.stream().filter(k -> !table.containsKey(k)).count();
         long claimCount = claims.values().stream().mapToLong(l -> {
             synchronized (l) {
@@ -165,16 +178,35 @@ final class Ledger {
         Summary summary = new Summary(enqueued.size(), completedKeys.get(), claimCount, duplicates, reclaimedClaims,
                 unseen, restarted, lost, stats.leased());
         log.info("[{}] keys enqueued={} completed={} claims={} duplicated={} (reclaimed after a lapse={}, restarted by"
-                        + " a retried enqueue={}) claims-lost-in-transit={} lost={} left-leased={} recovery={} ms",
+                        + " a retried enqueue={}) claims-lost-in-transit={} stalled={} lost={} left-leased={} recovery={} ms",
                 scenario, summary.enqueued(), summary.completed(), summary.claims(), summary.duplicates(),
-                summary.reclaimedClaims(), summary.restartedByRetry(), summary.unseenClaims(), summary.lost(),
+                summary.reclaimedClaims(), summary.restartedByRetry(), summary.unseenClaims(), stalled, summary.lost(),
                 summary.leftLeased(), recovery.toMillis());
         assertTrue(problems.isEmpty(), () -> problems.size() + " accounting problems, first: "
                 + problems.subList(0, Math.min(20, problems.size())));
-        assertEquals(new Stats(0, 0, 0, 0, enqueued.size(), Duration.ZERO), stats,
-                "nothing pending, ready, leased or stalled; every key completed");
+        assertEquals(new Stats(stalled, 0, 0, stalled, enqueued.size() - stalled, Duration.ZERO), stats,
+                "nothing ready or leased; every key completed but those that always fail, which are stalled");
         assertEquals(enqueued.size(), table.size());
         return summary;
+    }
+
+    /**
+     * A key whose work always fails: claimed exactly {@code maxAttempts} times (attempts 1, 2, ...,
+     * each a fresh claim after a release, never a reclaim), never completed, now out of attempts.
+     */
+    private void checkStalled(String key, TableRow row, int maxAttempts, List<String> problems) {
+        List<Claim> seen = claimsOf(key);
+        List<Integer> attempts = seen.stream().map(Claim::attempts).toList();
+        List<Integer> expected = java.util.stream.IntStream.rangeClosed(1, maxAttempts).boxed().toList();
+        if (!attempts.equals(expected) || seen.stream().anyMatch(Claim::reclaimed)) {
+            problems.add(key + " should have been claimed with attempts " + expected + ", none reclaimed: " + seen);
+        }
+        if (row.completed() || row.leased() || row.attempts() != maxAttempts) {
+            problems.add(key + " should be stalled (pending, not leased, attempts " + maxAttempts + "): " + row);
+        }
+        if (completions.containsKey(key)) {
+            problems.add(key + " always fails but a worker completed it");
+        }
     }
 
     /** One row of the table, as the accounting reads it. */
