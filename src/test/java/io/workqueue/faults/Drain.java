@@ -113,7 +113,9 @@ final class Drain implements AutoCloseable {
                                     ledger.enqueueRetried(keys);
                                 });
                             })
-                            .retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(50)).maxBackoff(Duration.ofMillis(500)))
+                            // Any failed enqueue is retried, but never an Error (BlockHound's included).
+                            .retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(50)).maxBackoff(Duration.ofMillis(500))
+                                    .filter(e -> !(e instanceof Error)))
                             .doOnSuccess(ignored -> {
                                 ledger.enqueued(keys);
                                 enqueueSuccessTimes.add(System.nanoTime());
