@@ -1,9 +1,11 @@
 package io.workqueue.postgres;
 
+import io.r2dbc.postgresql.api.PostgresqlConnection;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.Result;
 import io.r2dbc.spi.Statement;
+import io.r2dbc.spi.Wrapped;
 import io.workqueue.Entry;
 import io.workqueue.Item;
 import io.workqueue.KeyCodec;
@@ -54,6 +56,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     static final int MAX_ERROR_LENGTH = 1024;
     private static final Duration CLAIM_MIN_BACKOFF = Duration.ofMillis(100);
     private static final Duration CLAIM_MAX_BACKOFF = Duration.ofSeconds(5);
+    /** Bound on sending a cancel request, so that abandoning a connection cannot itself hang. */
+    private static final Duration CANCEL_TIMEOUT = Duration.ofSeconds(5);
 
     private final ConnectionFactory connectionFactory;
     private final WorkQueueConfig config;
@@ -401,9 +405,43 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     // ---------------------------------------------------------------- plumbing
 
-    /** Borrows a connection for {@code work} and gives it back on completion, error and cancel. */
+    /**
+     * Borrows a connection for {@code work} and gives it back on completion and error; on cancel
+     * (a subscriber leaving, the group commit's timeout) it is {@linkplain #abandon abandoned}.
+     */
     private <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
-        return Mono.usingWhen(connectionFactory.create(), work, Connection::close);
+        return Mono.usingWhen(connectionFactory.create(), work, Connection::close,
+                (connection, error) -> connection.close(), this::abandon);
+    }
+
+    /**
+     * Gives back a connection whose operation was cancelled mid-statement. Cancelling a subscription
+     * stops only the client: the statement would go on running on the server (waiting on a lock,
+     * say), still holding its connection, and a timed-out enqueue would still commit after its
+     * callers were told it failed. So the statement is cancelled on the server, and the connection
+     * is closed rather than reused, because a cancel request lands asynchronously and must not hit
+     * whatever statement the next borrower runs; a pool sees the connection closed when it
+     * validates it and replaces it.
+     */
+    private Mono<Void> abandon(Connection connection) {
+        Connection physical = connection;
+        while (!(physical instanceof PostgresqlConnection) && physical instanceof Wrapped<?> wrapped
+                && wrapped.unwrap() instanceof Connection inner && inner != physical) {
+            physical = inner;
+        }
+        if (!(physical instanceof PostgresqlConnection postgres)) {
+            return Mono.from(connection.close());
+        }
+        Mono<Void> cancel = postgres.cancelRequest()
+                .timeout(CANCEL_TIMEOUT, timer)
+                .onErrorResume(e -> {
+                    log.debug("cancel request for an abandoned statement on queue {} failed", config.name(), e);
+                    return Mono.empty();
+                });
+        Mono<Void> closePhysical = postgres.close().onErrorResume(e -> Mono.empty());
+        return physical == connection
+                ? cancel.then(closePhysical)
+                : cancel.then(closePhysical).then(Mono.from(connection.close()));
     }
 
     /** Runs a write again, on a fresh connection, only when PostgreSQL asks for it (40001, 40P01). */
