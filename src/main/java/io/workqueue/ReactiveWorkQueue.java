@@ -91,8 +91,10 @@ public interface ReactiveWorkQueue<K> {
      * {@link WorkQueueConfig#maxClaimBatch()} means {@code maxClaimBatch}. Rows locked by a
      * concurrent claimer are skipped and replaced, so a short batch means the queue is nearly
      * drained. An empty queue gives an empty list. {@code lease} must be positive, else
-     * {@code IllegalArgumentException}. Cancelling after the statement ran leaves its leases to
-     * lapse.
+     * {@code IllegalArgumentException}. A claim that PostgreSQL aborts as a deadlock (possible,
+     * rarely, when a row's updater commits as the claim meets it) leased nothing and is retried
+     * like a write. Cancelling while the statement runs cancels it on the server; cancelling after
+     * it ran leaves its leases to lapse.
      */
     Mono<List<Item<K>>> claim(int limit, Duration lease);
 

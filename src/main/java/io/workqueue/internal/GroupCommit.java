@@ -157,7 +157,11 @@ public final class GroupCommit<T> {
 
         private void finish(List<Submission<T>> batch, @Nullable Throwable error) {
             if (error != null) {
-                log.error("group-committed enqueue of {} submissions on queue {} failed", batch.size(), name, error);
+                // One line per failed flush, without a stack trace: during an outage every flush
+                // fails the same way, and each caller receives the exception itself.
+                log.error("group-committed enqueue of {} submissions on queue {} failed: {}", batch.size(), name,
+                        error.getMessage() != null ? error.getMessage() : error.toString());
+                log.debug("group-committed enqueue failure on queue {}", name, error);
             }
             for (Submission<T> s : batch) {
                 if (error == null) {

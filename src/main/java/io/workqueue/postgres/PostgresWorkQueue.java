@@ -216,7 +216,10 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<List<Item<K>>> claim(int limit, Duration lease) {
         return Mono.defer(() -> {
             requirePositive("lease", lease);
-            return leaseDue(sql.claimDue, limit, lease, statement -> statement).map(Leased::items);
+            // SKIP LOCKED can still wait, briefly, on a row whose updater is committing, while
+            // holding rows locked in claim order rather than key order: a rare 40P01 is possible,
+            // and a deadlocked claim leased nothing, so it is retried like a write.
+            return withRetries(leaseDue(sql.claimDue, limit, lease, statement -> statement)).map(Leased::items);
         });
     }
 
