@@ -252,17 +252,17 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                             .execute())
                     .concatMap(result -> result.map((row, meta) -> {
                         String key = row.get(0, String.class);
-                        if (key == null) {
-                            return new Leased<K>(List.of(), longValue(row.get(4, Long.class)));
-                        }
-                        return new Leased<>(List.of(new Item<>(
-                                codec.decode(key),
-                                Objects.requireNonNull(row.get(1, Integer.class)),
-                                Objects.requireNonNull(row.get(2, Integer.class)),
-                                Boolean.TRUE.equals(row.get(3, Boolean.class)))), 0L);
+                        // The row without a key carries the completed count; the others are items.
+                        return key == null
+                                ? (Object) longValue(row.get(4, Long.class))
+                                : new Item<>(
+                                        codec.decode(key),
+                                        Objects.requireNonNull(row.get(1, Integer.class)),
+                                        Objects.requireNonNull(row.get(2, Integer.class)),
+                                        Boolean.TRUE.equals(row.get(3, Boolean.class)));
                     }))
                     .collectList()
-                    .map(Leased::combine)
+                    .map(this::leased)
                     .doOnNext(leased -> metrics.claimed(leased.items().size(),
                             (int) leased.items().stream().filter(Item::reclaimed).count(),
                             System.nanoTime() - start)));
@@ -270,16 +270,20 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     }
 
     /** What a leasing statement returned: the items it leased and how many items it completed. */
-    private record Leased<K>(List<Item<K>> items, long completed) {
-        static <K> Leased<K> combine(List<Leased<K>> rows) {
-            List<Item<K>> items = new ArrayList<>(rows.size());
-            long completed = 0;
-            for (Leased<K> row : rows) {
-                items.addAll(row.items());
-                completed += row.completed();
+    private record Leased<K>(List<Item<K>> items, long completed) {}
+
+    @SuppressWarnings("unchecked") // leaseDue's mapping makes every non-Long an Item<K>
+    private Leased<K> leased(List<Object> rows) {
+        List<Item<K>> items = new ArrayList<>(rows.size());
+        long completed = 0;
+        for (Object row : rows) {
+            if (row instanceof Long count) {
+                completed += count;
+            } else {
+                items.add((Item<K>) row);
             }
-            return new Leased<>(items, completed);
         }
+        return new Leased<>(items, completed);
     }
 
     @Override
@@ -353,7 +357,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      * parameters bound by {@code bindRest}. The statement orders its own locks, so the client's
      * order does not matter; keys are still deduplicated so counts are of rows, not arguments.
      */
-    private Mono<Long> writeKeys(Collection<K> keys, String statementSql, Function<Statement, Statement> bindRest) {
+    private Mono<Long> writeKeys(Collection<K> keys, String statementSql, UnaryOperator<Statement> bindRest) {
         return Mono.defer(() -> {
             String[] encoded = encodeDistinct(keys);
             if (encoded.length == 0) {
