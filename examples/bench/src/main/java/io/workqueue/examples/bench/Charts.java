@@ -4,6 +4,7 @@ import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Font;
 import java.io.IOException;
+import java.text.DecimalFormat;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -13,6 +14,7 @@ import org.jfree.chart.axis.CategoryAxis;
 import org.jfree.chart.axis.CategoryLabelPositions;
 import org.jfree.chart.axis.LogAxis;
 import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.axis.NumberTickUnit;
 import org.jfree.chart.plot.CategoryPlot;
 import org.jfree.chart.plot.ValueMarker;
 import org.jfree.chart.plot.XYPlot;
@@ -55,9 +57,7 @@ final class Charts {
         }
         CategoryPlot plot;
         if (log) {
-            LogAxis axis = new LogAxis(valueLabel);
-            axis.setBase(10);
-            axis.setStandardTickUnits(NumberAxis.createStandardTickUnits());
+            LogAxis axis = logAxis(valueLabel);
             axis.setSmallestValue(minPositive(values) / 2);
             renderer.setBase(minPositive(values) / 2);
             plot = new CategoryPlot(dataset, categories, axis, renderer);
@@ -93,14 +93,8 @@ final class Charts {
             renderer.setSeriesPaint(i, PALETTE[i]);
             renderer.setSeriesStroke(i, new BasicStroke(2f));
         }
-        XYPlot plot = new XYPlot(dataset, logX ? new LogAxis(xLabel) : new NumberAxis(xLabel),
-                logY ? new LogAxis(yLabel) : new NumberAxis(yLabel), renderer);
-        if (plot.getRangeAxis() instanceof LogAxis axis) {
-            axis.setStandardTickUnits(NumberAxis.createStandardTickUnits());
-        }
-        if (plot.getDomainAxis() instanceof LogAxis axis) {
-            axis.setStandardTickUnits(NumberAxis.createIntegerTickUnits());
-        }
+        XYPlot plot = new XYPlot(dataset, logX ? logAxis(xLabel) : new NumberAxis(xLabel),
+                logY ? logAxis(yLabel) : new NumberAxis(yLabel), renderer);
         plot.setBackgroundPaint(Color.WHITE);
         plot.setRangeGridlinePaint(new Color(0xDDDDDD));
         plot.setDomainGridlinePaint(new Color(0xDDDDDD));
@@ -117,6 +111,17 @@ final class Charts {
     }
 
     record Marker(double value, String label, Color color) {}
+
+    /** A base-10 log axis with a tick at each power of ten, labelled as plain numbers. */
+    private static LogAxis logAxis(String label) {
+        LogAxis axis = new LogAxis(label);
+        axis.setBase(10);
+        axis.setTickUnit(new NumberTickUnit(1.0));
+        axis.setMinorTickMarksVisible(true);
+        axis.setMinorTickCount(9);
+        axis.setNumberFormatOverride(new DecimalFormat("#,##0.###"));
+        return axis;
+    }
 
     private static void style(CategoryPlot plot) {
         plot.setBackgroundPaint(Color.WHITE);

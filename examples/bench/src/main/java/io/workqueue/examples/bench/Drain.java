@@ -13,7 +13,9 @@ import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import io.r2dbc.spi.Connection;
 import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -62,9 +64,34 @@ final class Drain {
      * entries.
      */
     record Run(Mode mode, int workers, int batch, int repeat, long items, double seconds, boolean emptied,
-            long updates, long hotUpdates) {
+            long updates, long hotUpdates, Plans plans) {
         double itemsPerSecond() {
             return seconds > 0 ? items / seconds : 0;
+        }
+    }
+
+    /**
+     * How PostgreSQL planned the library's prepared statements on the pool's connections during a
+     * run (pg_prepared_statements.generic_plans / custom_plans, summed over the connections): after
+     * five executions the plan cache may switch a statement to a generic plan for good.
+     */
+    record Plans(long claimGeneric, long claimCustom, long completeGeneric, long completeCustom,
+            long completeAndClaimGeneric, long completeAndClaimCustom) {
+        static final Plans NONE = new Plans(0, 0, 0, 0, 0, 0);
+
+        String describe() {
+            StringBuilder out = new StringBuilder();
+            append(out, "claim", claimGeneric, claimCustom);
+            append(out, "complete", completeGeneric, completeCustom);
+            append(out, "completeAndClaim", completeAndClaimGeneric, completeAndClaimCustom);
+            return out.toString();
+        }
+
+        private static void append(StringBuilder out, String name, long generic, long custom) {
+            if (generic + custom > 0) {
+                out.append(out.length() == 0 ? "" : ", ").append(name).append(" generic/custom ").append(generic)
+                        .append('/').append(custom);
+            }
         }
     }
 
@@ -104,9 +131,10 @@ final class Drain {
         db.preload(Pgbench.PREFIX, QUEUE, n);
         long[] updatesBefore = db.updates(table);
         double start = serverNow();
+        Plans[] plans = {Plans.NONE};
         long clientCount = mode.pgbench()
                 ? runPgbench(mode, workers, batch, capSeconds)
-                : runLibrary(mode, workers, batch, n, capSeconds);
+                : runLibrary(mode, workers, batch, n, capSeconds, plans);
         List<double[]> measured = db.query("SELECT count(*)::float8, coalesce(extract(epoch FROM max(completed_at))::float8, 0)"
                 + " FROM " + table + " WHERE queue_name = '" + QUEUE + "' AND completed_at IS NOT NULL",
                 row -> new double[] {row.get(0, Double.class), row.get(1, Double.class)});
@@ -114,11 +142,14 @@ final class Drain {
         double seconds = items == 0 ? 0 : measured.get(0)[1] - start;
         long[] updatesAfter = db.updates(table);
         Run run = new Run(mode, workers, batch, repeat, items, seconds, items >= n,
-                updatesAfter[0] - updatesBefore[0], updatesAfter[1] - updatesBefore[1]);
+                updatesAfter[0] - updatesBefore[0], updatesAfter[1] - updatesBefore[1], plans[0]);
         System.out.printf(Locale.ROOT, "  %sdrain W=%-2d B=%-3d %-46s %8d items in %6.2f s = %9.0f items/s, HOT %3.0f%%%s%n",
                 repeat == 0 ? "(warm-up) " : "", workers, batch, mode.label, items, seconds, run.itemsPerSecond(),
                 run.updates() == 0 ? 0.0 : 100.0 * run.hotUpdates() / run.updates(),
                 mode.pgbench() || clientCount == items ? "" : " (client counted " + clientCount + ")");
+        if (!mode.pgbench()) {
+            System.out.println("      plans: " + plans[0].describe());
+        }
         return run;
     }
 
@@ -138,10 +169,11 @@ final class Drain {
         return -1;
     }
 
-    private long runLibrary(Mode mode, int workers, int batch, int n, int capSeconds) {
+    private long runLibrary(Mode mode, int workers, int batch, int n, int capSeconds, Plans[] plans) {
         String app = "bench-drain";
         // The stream pipelines a claim with the previous batch's completion: two statements per worker.
-        ConnectionPool pool = db.pool(app, mode == Mode.STREAM ? 2 * workers : workers + 1);
+        int poolSize = mode == Mode.STREAM ? 2 * workers : workers + 1;
+        ConnectionPool pool = db.pool(app, poolSize);
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
                 .config(WorkQueueConfig.builder(QUEUE).tablePrefix(Pgbench.PREFIX).maxClaimBatch(Math.max(500, batch)).build())
                 .build();
@@ -177,8 +209,37 @@ final class Drain {
         }
         running.forEach(Disposable::dispose);
         Db.sleep(200); // let cancelled workers acknowledge what they finished
+        plans[0] = plans(pool, poolSize);
         db.dispose(pool, app);
         return completed.get();
+    }
+
+    /** Reads pg_prepared_statements on every connection of the (now idle) pool. */
+    private static Plans plans(ConnectionPool pool, int size) {
+        long[] counts = new long[6];
+        try {
+            List<Connection> connections = Flux.range(0, size).flatMap(i -> pool.create()).collectList()
+                    .block(Duration.ofSeconds(10));
+            for (Connection connection : connections) {
+                Flux.from(connection.createStatement("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+                                .execute())
+                        .concatMap(result -> result.map((row, meta) -> {
+                            String sql = String.valueOf(row.get(0));
+                            int kind = sql.contains("done AS (") ? 4 : sql.contains("due AS MATERIALIZED") ? 0
+                                    : sql.contains("SET completed_at = now()") ? 2 : -1;
+                            if (kind >= 0) {
+                                counts[kind] += row.get(1, Long.class);
+                                counts[kind + 1] += row.get(2, Long.class);
+                            }
+                            return 0;
+                        }))
+                        .blockLast();
+            }
+            Flux.fromIterable(connections).concatMap(Connection::close).blockLast();
+        } catch (RuntimeException e) {
+            System.err.println("could not read pg_prepared_statements: " + e);
+        }
+        return new Plans(counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]);
     }
 
     private static List<String> keys(List<Item<String>> items) {
