@@ -24,15 +24,20 @@ final class ClaimHistory {
     static final String QUEUE = "hist";
     static final int BATCH = 100;
 
-    record Side(String prefix, int completedRows, int readyRows, List<Double> latenciesMillis, String plan) {
+    /** {@code vacuumed}: whether VACUUM ran after the rows were completed (else their dead index entries remain). */
+    record Side(String prefix, int completedRows, int readyRows, boolean vacuumed, List<Double> latenciesMillis, String plan) {
         double median() {
             return Percentiles.median(latenciesMillis);
         }
     }
 
-    record Result(Side small, Side large) {
+    record Result(Side small, Side large, Side unvacuumed) {
         double ratio() {
             return large.median() / small.median();
+        }
+
+        double unvacuumedRatio() {
+            return unvacuumed.median() / small.median();
         }
     }
 
@@ -45,31 +50,36 @@ final class ClaimHistory {
     Result run(int smallHistory, int largeHistory, int ready, int claims) {
         String smallPrefix = "bench_hist_small";
         String largePrefix = "bench_hist_large";
+        String unvacuumedPrefix = "bench_hist_unvac";
         preload(smallPrefix, smallHistory, ready);
         preload(largePrefix, largeHistory, ready);
+        preloadUnvacuumed(unvacuumedPrefix, largeHistory, ready);
         String app = "bench-history";
         ConnectionPool pool = db.pool(app, 2);
-        ReactiveWorkQueue<String> small = queue(pool, smallPrefix);
-        ReactiveWorkQueue<String> large = queue(pool, largePrefix);
-        List<Double> smallLatencies = new ArrayList<>();
-        List<Double> largeLatencies = new ArrayList<>();
+        List<ReactiveWorkQueue<String>> queues = List.of(queue(pool, smallPrefix), queue(pool, largePrefix),
+                queue(pool, unvacuumedPrefix));
+        List<List<Double>> latencies = List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
         int warmup = 20;
         for (int i = 0; i < warmup + claims; i++) {
-            // Alternate which side goes first, too.
-            boolean smallFirst = i % 2 == 0;
-            double a = timedClaim(smallFirst ? small : large);
-            double b = timedClaim(smallFirst ? large : small);
-            if (i >= warmup) {
-                smallLatencies.add(smallFirst ? a : b);
-                largeLatencies.add(smallFirst ? b : a);
+            // Rotate which table goes first, too.
+            for (int k = 0; k < queues.size(); k++) {
+                int side = (i + k) % queues.size();
+                double millis = timedClaim(queues.get(side));
+                if (i >= warmup) {
+                    latencies.get(side).add(millis);
+                }
             }
         }
         db.dispose(pool, app);
         Result result = new Result(
-                new Side(smallPrefix, smallHistory, ready, smallLatencies, explain(smallPrefix)),
-                new Side(largePrefix, largeHistory, ready, largeLatencies, explain(largePrefix)));
-        System.out.printf(Locale.ROOT, "  claim(%d) with %,d completed rows: median %.2f ms; with %,d: median %.2f ms; ratio %.2f%n",
-                BATCH, smallHistory, result.small().median(), largeHistory, result.large().median(), result.ratio());
+                new Side(smallPrefix, smallHistory, ready, true, latencies.get(0), explain(smallPrefix)),
+                new Side(largePrefix, largeHistory, ready, true, latencies.get(1), explain(largePrefix)),
+                new Side(unvacuumedPrefix, largeHistory, ready, false, latencies.get(2), explain(unvacuumedPrefix)));
+        db.exec("ALTER TABLE " + WorkQueueMigrations.tableName(unvacuumedPrefix) + " RESET (autovacuum_enabled)");
+        System.out.printf(Locale.ROOT, "  claim(%d) with %,d completed rows: median %.2f ms; with %,d: median %.2f ms (ratio %.2f);"
+                        + " with %,d completed and not yet vacuumed: median %.2f ms (ratio %.2f)%n",
+                BATCH, smallHistory, result.small().median(), largeHistory, result.large().median(), result.ratio(),
+                largeHistory, result.unvacuumed().median(), result.unvacuumedRatio());
         return result;
     }
 
@@ -103,6 +113,27 @@ final class ClaimHistory {
                 "INSERT INTO " + table + " (queue_name, item_key) SELECT '" + QUEUE + "', 'r' || lpad(g::text, 8, '0')"
                         + " FROM generate_series(1, " + ready + ") g",
                 "VACUUM ANALYZE " + table);
+    }
+
+    /**
+     * The same history, but made the way a drain makes it: {@code completed} rows inserted ready,
+     * VACUUM ANALYZEd, then completed by one UPDATE with autovacuum off for the table, so the claim
+     * index still holds their dead entries (the state between a burst of completions and the next
+     * vacuum).
+     */
+    private void preloadUnvacuumed(String prefix, int completed, int ready) {
+        db.migrate(prefix);
+        String table = WorkQueueMigrations.tableName(prefix);
+        db.exec("TRUNCATE " + table,
+                "ALTER TABLE " + table + " SET (autovacuum_enabled = false)",
+                "INSERT INTO " + table + " (queue_name, item_key, enqueued_at, available_at)"
+                        + " SELECT '" + QUEUE + "', 'c' || lpad(g::text, 8, '0'), now() - interval '2 hours', now() - interval '2 hours'"
+                        + " FROM generate_series(1, " + completed + ") g",
+                "INSERT INTO " + table + " (queue_name, item_key) SELECT '" + QUEUE + "', 'r' || lpad(g::text, 8, '0')"
+                        + " FROM generate_series(1, " + ready + ") g",
+                "VACUUM ANALYZE " + table,
+                "UPDATE " + table + " SET attempts = 1, completed_at = now() - interval '1 hour' WHERE item_key LIKE 'c%'",
+                "ANALYZE " + table);
     }
 
     /** EXPLAIN (ANALYZE, BUFFERS) of the library's claim on {@code prefix}'s table, rolled back. */

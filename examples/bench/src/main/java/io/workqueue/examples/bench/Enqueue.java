@@ -1,6 +1,7 @@
 package io.workqueue.examples.bench;
 
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.PoolMetrics;
@@ -11,6 +12,7 @@ import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkQueueMeters;
 import io.workqueue.migrations.WorkQueueMigrations;
 import java.util.Locale;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
@@ -54,8 +56,13 @@ final class Enqueue {
         }
     }
 
+    /**
+     * {@code writeBusy}: for the group commit, the share of the run's wall time during which its
+     * write was in flight (the library's flush-latency timer, summed, over the elapsed time); the
+     * rest is spent between writes, on the client.
+     */
     record Run(Mode mode, int callers, long items, double seconds, long transactions, long statements,
-            int peakConnections, double meanBatch) {
+            int peakConnections, double meanBatch, double writeBusy) {
         double itemsPerSecond() {
             return items / seconds;
         }
@@ -123,16 +130,20 @@ final class Enqueue {
         db.dispose(pool, app);
         long transactions = db.xactCommit() - xactBefore - 1; // minus the read before
         double meanBatch = 0;
+        double writeBusy = Double.NaN;
         if (mode == Mode.LIBRARY) {
             DistributionSummary flushes = registry.find(WorkQueueMeters.ENQUEUE_FLUSH_SIZE).summary();
             statements.set(flushes == null ? 0 : flushes.count());
             meanBatch = flushes == null ? 0 : flushes.mean();
+            Timer latency = registry.find(WorkQueueMeters.ENQUEUE_FLUSH_LATENCY).timer();
+            writeBusy = latency == null ? Double.NaN : latency.totalTime(TimeUnit.NANOSECONDS) / 1e9 / elapsed;
         } else {
             meanBatch = mode == Mode.CEILING ? CEILING_BATCH : 1;
         }
-        Run run = new Run(mode, callers, items.get(), elapsed, transactions, statements.get(), peak.peak(), meanBatch);
-        System.out.printf(Locale.ROOT, "  %senqueue C=%-5d %-42s %9.0f items/s, %7d statements, %7d xacts, peak %2d connections, mean batch %.1f%n",
-                warmUp ? "(warm-up) " : "", callers, mode.label, run.itemsPerSecond(), run.statements(), run.transactions(), run.peakConnections(), meanBatch);
+        Run run = new Run(mode, callers, items.get(), elapsed, transactions, statements.get(), peak.peak(), meanBatch, writeBusy);
+        System.out.printf(Locale.ROOT, "  %senqueue C=%-5d %-42s %9.0f items/s, %7d statements, %7d xacts, peak %2d connections, mean batch %.1f%s%n",
+                warmUp ? "(warm-up) " : "", callers, mode.label, run.itemsPerSecond(), run.statements(), run.transactions(),
+                run.peakConnections(), meanBatch, Double.isNaN(writeBusy) ? "" : String.format(Locale.ROOT, ", write in flight %.0f%% of the time", 100 * writeBusy));
         return run;
     }
 
