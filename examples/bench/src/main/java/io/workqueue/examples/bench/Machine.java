@@ -22,7 +22,7 @@ final class Machine {
         m.put("memory", memTotal());
         m.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
         m.put("postgresql", db.queryString("SELECT version()"));
-        m.put("postgresql_settings", db.queryString("SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name)"
+        m.put("postgresql_settings", db.queryString("SELECT string_agg(name || '=' || current_setting(name), ', ' ORDER BY name)"
                 + " FROM pg_settings WHERE name IN ('shared_buffers', 'max_connections', 'synchronous_commit', 'fsync',"
                 + " 'wal_level', 'max_wal_size', 'work_mem', 'autovacuum')"));
         m.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version"));
@@ -30,7 +30,9 @@ final class Machine {
         m.put("pgbench", Pgbench.version());
         m.put("node", command("node", "-v"));
         m.put("git_commit", command("git", "-C", repo.toString(), "rev-parse", "--short", "HEAD"));
-        m.put("git_dirty", !command("git", "-C", repo.toString(), "status", "--porcelain", "--untracked-files=no").isEmpty());
+        // Build output that happens to be tracked (target/) does not count as a change to the sources.
+        m.put("git_dirty", !command("git", "-C", repo.toString(), "status", "--porcelain", "--untracked-files=no", "--",
+                ".", ":(exclude)target", ":(exclude)**/target/**").isEmpty());
         m.put("load_average_start", loadAverage());
         return m;
     }
