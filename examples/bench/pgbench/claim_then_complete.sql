@@ -1,0 +1,49 @@
+-- The library's claim/complete loop as pgbench runs it: the claim statement leases :batch items,
+-- then the complete statement completes exactly those keys. Two statements, two transactions per
+-- script run (no BEGIN/COMMIT), as ReactiveWorkQueue.claim then complete issue them.
+--
+-- Both statements are copied from src/main/java/io/workqueue/postgres/Sql.java (claimDue and
+-- completeKeys) rendered for the table prefix "bench_drain"; the harness checks on every run that
+-- they still match the library's text. Parameters become pgbench variables: $1 queue -> :queue,
+-- $2 attempt limit -> :max_attempts, $3 limit -> :batch, $4 lease -> :lease_us, the keys array ->
+-- :keys. The one change: pgbench's \gset keeps a single row, so the claim's final SELECT is wrapped
+-- in array_agg to carry the leased keys to the complete statement.
+--
+--   pgbench -n -M prepared -c W -j W -T secs -D queue=drain -D batch=B -f claim_then_complete.sql bench
+\set max_attempts 0
+\set lease_us 300000000
+WITH due AS MATERIALIZED (
+    SELECT queue_name, item_key, lease_until
+    FROM bench_drain_work_queue_items
+    WHERE queue_name = :queue::text AND completed_at IS NULL
+    AND lease_until <= now()
+    AND available_at <= now()
+    AND (:max_attempts::int = 0 OR attempts < :max_attempts::int)
+    ORDER BY priority DESC, available_at, item_key
+    LIMIT :batch::int
+    FOR UPDATE SKIP LOCKED
+),
+leased AS (
+    UPDATE bench_drain_work_queue_items AS q
+    SET lease_until = now() + :lease_us::bigint * INTERVAL '1 microsecond',
+        attempts = q.attempts + 1
+    FROM due
+    WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
+)
+SELECT coalesce(array_agg(item_key), '{}') AS keys FROM
+(SELECT item_key, priority, attempts, reclaimed, NULL::bigint AS completed
+FROM leased
+ORDER BY priority DESC, available_at, item_key) AS claimed
+\gset
+WITH target AS MATERIALIZED (
+    SELECT queue_name, item_key
+    FROM bench_drain_work_queue_items
+    WHERE queue_name = :queue::text AND item_key = ANY(:keys::text[]) AND completed_at IS NULL
+    ORDER BY item_key
+    FOR UPDATE
+)
+UPDATE bench_drain_work_queue_items AS q
+SET completed_at = now(), lease_until = 'epoch', last_error = NULL
+FROM target
+WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key;

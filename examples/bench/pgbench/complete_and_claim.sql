@@ -1,0 +1,56 @@
+-- The library's completeAndClaim as pgbench runs it: one statement, one transaction per script
+-- run, completing the keys this client leased in its previous run and leasing the next :batch, as
+-- the process() worker issues it. Start each client with -D keys={} (nothing to complete yet).
+--
+-- Copied from src/main/java/io/workqueue/postgres/Sql.java (completeAndClaim) rendered for the
+-- table prefix "bench_drain"; the harness checks on every run that it still matches the library's
+-- text. Parameters become pgbench variables: $1 queue -> :queue, $2 attempt limit ->
+-- :max_attempts, $3 limit -> :batch, $4 lease -> :lease_us, $5 keys to complete -> :keys. The one
+-- change: pgbench's \gset keeps a single row, so the final SELECT (the leased rows plus the count
+-- row) is wrapped in array_agg, which carries the leased keys to this client's next run.
+--
+--   pgbench -n -M prepared -c W -j W -T secs -D queue=drain -D batch=B -D keys={} -f complete_and_claim.sql bench
+\set max_attempts 0
+\set lease_us 300000000
+WITH target AS MATERIALIZED (
+    SELECT queue_name, item_key
+    FROM bench_drain_work_queue_items
+    WHERE queue_name = :queue::text AND item_key = ANY(:keys::text[]) AND completed_at IS NULL
+    ORDER BY item_key
+    FOR UPDATE
+)
+,
+done AS (
+    UPDATE bench_drain_work_queue_items AS q
+    SET completed_at = now(), lease_until = 'epoch', last_error = NULL
+    FROM target
+    WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+    RETURNING q.item_key
+),
+due AS MATERIALIZED (
+    SELECT queue_name, item_key, lease_until
+    FROM bench_drain_work_queue_items
+    WHERE queue_name = :queue::text AND completed_at IS NULL
+    AND lease_until <= now()
+    AND available_at <= now()
+    AND (:max_attempts::int = 0 OR attempts < :max_attempts::int) AND NOT (item_key = ANY(:keys::text[])) AND (SELECT count(*) FROM done) >= 0
+    ORDER BY priority DESC, available_at, item_key
+    LIMIT :batch::int
+    FOR UPDATE SKIP LOCKED
+),
+leased AS (
+    UPDATE bench_drain_work_queue_items AS q
+    SET lease_until = now() + :lease_us::bigint * INTERVAL '1 microsecond',
+        attempts = q.attempts + 1
+    FROM due
+    WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
+)
+SELECT coalesce(array_agg(item_key) FILTER (WHERE item_key IS NOT NULL), '{}') AS keys FROM (
+(SELECT item_key, priority, attempts, reclaimed, NULL::bigint AS completed
+FROM leased
+ORDER BY priority DESC, available_at, item_key)
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, (SELECT count(*) FROM done)
+) AS claimed
+\gset

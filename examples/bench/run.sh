@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The benchmark suite of issue #5, in one command, against the local PostgreSQL.
+#
+#   examples/bench/run.sh            # full run: results, CSV, JSON, PNG charts and README in docs/benchmarks/
+#   examples/bench/run.sh --quick    # small sizes (~4 min): results in examples/bench/target/bench-quick/
+#   examples/bench/run.sh --help     # every option (scenarios, sizes, output folder)
+#
+# Builds the library (mvn install -DskipTests) and the bench module, makes sure PostgreSQL at
+# $PGHOST:$PGPORT (default 127.0.0.1:5432, user postgres, trust) is up and has a database "bench",
+# then runs io.workqueue.examples.bench.Bench. Needs Java 17, Maven, psql and pgbench; the peer
+# scenario needs Node and npm (it is skipped with a message otherwise). Never run by `mvn verify`.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$repo"
+export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
+
+for arg in "$@"; do
+    if [ "$arg" = "--help" ] || [ "$arg" = "-h" ]; then help=1; fi
+done
+
+if [ -z "${help:-}" ]; then
+    command -v pgbench >/dev/null || { echo "pgbench not found (Debian: apt-get install postgresql-client)" >&2; exit 1; }
+    if ! pg_isready -q; then
+        echo "PostgreSQL is not accepting connections at $PGHOST:$PGPORT; trying to start the local cluster" >&2
+        pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start
+        for _ in $(seq 1 60); do pg_isready -q && break; sleep 1; done
+        pg_isready
+    fi
+    if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'bench'")" != "1" ]; then
+        createdb bench
+    fi
+fi
+
+if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
+    echo "building the library and the bench module..." >&2
+    mvn -B -q install -DskipTests
+    mvn -B -q -f examples/pom.xml -pl bench -am package dependency:build-classpath \
+        -DskipTests -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
+fi
+
+# Run against this checkout's library jar, not whatever another checkout last installed into ~/.m2.
+library_jar="$(ls "$repo"/target/reactive-workqueue-*.jar | grep -v -e sources -e javadoc | head -n 1)"
+classpath="$(tr ':' '\n' < examples/bench/target/classpath.txt \
+    | grep -v '/io/workqueue/reactive-workqueue/' | paste -sd: -)"
+classpath="$repo/examples/bench/target/classes:$library_jar:$classpath"
+
+exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" \
+    -cp "$classpath" io.workqueue.examples.bench.Bench "$@"

@@ -1,0 +1,40 @@
+package io.workqueue.examples.bench;
+
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Field;
+
+/**
+ * The exact statements the library issues, read from its package-private {@code Sql} class by
+ * reflection, so baselines run the library's own text (the enqueue baselines bind it directly; the
+ * pgbench scripts are checked against it).
+ */
+final class LibrarySql {
+    final String claimDue;
+    final String completeKeys;
+    final String completeAndClaim;
+    final String enqueue;
+
+    private LibrarySql(Object sql) throws ReflectiveOperationException {
+        this.claimDue = field(sql, "claimDue");
+        this.completeKeys = field(sql, "completeKeys");
+        this.completeAndClaim = field(sql, "completeAndClaim");
+        this.enqueue = field(sql, "enqueue");
+    }
+
+    static LibrarySql forPrefix(String prefix) {
+        try {
+            Class<?> type = Class.forName("io.workqueue.postgres.Sql");
+            Constructor<?> constructor = type.getDeclaredConstructor(String.class, boolean.class);
+            constructor.setAccessible(true);
+            return new LibrarySql(constructor.newInstance(prefix, false));
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot read the library's statements (io.workqueue.postgres.Sql)", e);
+        }
+    }
+
+    private static String field(Object sql, String name) throws ReflectiveOperationException {
+        Field field = sql.getClass().getDeclaredField(name);
+        field.setAccessible(true);
+        return (String) field.get(sql);
+    }
+}
