@@ -81,16 +81,16 @@ final class Sql {
                     OR EXCLUDED.priority > q.priority
                     OR EXCLUDED.available_at < q.available_at
                 """.formatted(table);
-        this.enqueue = notify ? """
+        this.enqueue = compact(notify ? """
                 -- One statement, one transaction: the notification is delivered at commit, so no
                 -- listener wakes before the rows are visible, and a rollback sends nothing. One
                 -- notification per write, however many callers the write carries.
                 WITH written AS (
                 %s)
                 SELECT pg_notify($5::text, '')
-                """.formatted(upsert.indent(4)) : upsert;
-        this.claimDue = "WITH " + claim("");
-        this.completeAndClaim = """
+                """.formatted(upsert.indent(4)) : upsert);
+        this.claimDue = compact("WITH " + claim(""));
+        this.completeAndClaim = compact("""
                 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
                 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
                 -- statement waits for a lock it holds no claimed row: no lock cycle. The claim
@@ -112,27 +112,27 @@ final class Sql {
                         lockedKeys(5, "AND completed_at IS NULL"),
                         table,
                         COMPLETE,
-                        claim("AND NOT (item_key = ANY($5::text[])) AND (SELECT count(*) FROM done) >= 0"));
-        this.completeKeys = "WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
+                        claim("AND NOT (item_key = ANY($5::text[])) AND (SELECT count(*) FROM done) >= 0")));
+        this.completeKeys = compact("WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
                 UPDATE %1$s AS q
                 %2$s
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-                """.formatted(table, COMPLETE);
-        this.releaseKeys = "WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
+                """.formatted(table, COMPLETE));
+        this.releaseKeys = compact("WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
                 UPDATE %1$s AS q
                 SET lease_until = 'epoch',
                     available_at = now() + GREATEST($3::bigint, 0) * INTERVAL '1 microsecond',
                     last_error = $4::text
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-                """.formatted(table);
-        this.removeKeys = "WITH " + lockedKeys(2, "") + """
+                """.formatted(table));
+        this.removeKeys = compact("WITH " + lockedKeys(2, "") + """
                 DELETE FROM %1$s AS q
                 USING target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-                """.formatted(table);
-        this.reapCompleted = """
+                """.formatted(table));
+        this.reapCompleted = compact("""
                 -- Bounded, and SKIP LOCKED: the reaper never waits on, or deadlocks with, a writer.
                 WITH expired AS MATERIALIZED (
                     SELECT queue_name, item_key
@@ -147,8 +147,10 @@ final class Sql {
                 DELETE FROM %1$s AS q
                 USING expired
                 WHERE q.queue_name = expired.queue_name AND q.item_key = expired.item_key
-                """.formatted(table);
-        this.stats = """
+                    -- As in the claim: primary-key lookups even under a generic plan.
+                    AND q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM expired))
+                """.formatted(table));
+        this.stats = compact("""
                 SELECT
                     count(*) FILTER (WHERE completed_at IS NULL) AS pending,
                     count(*) FILTER (WHERE %2$s) AS ready,
@@ -164,7 +166,24 @@ final class Sql {
                         0) AS oldest_ready_us
                 FROM %1$s
                 WHERE queue_name = $1::text
-                """.formatted(table, DUE, STALLED);
+                """.formatted(table, DUE, STALLED));
+    }
+
+    /**
+     * The statement as sent: comments and blank lines dropped. The comments are for readers of this
+     * file; the driver tokenizes every statement's text each time it is created, so they would cost
+     * on every claim and complete.
+     */
+    static String compact(String statement) {
+        StringBuilder compact = new StringBuilder(statement.length());
+        for (String line : statement.split("\n")) {
+            int comment = line.indexOf("--");
+            String code = (comment < 0 ? line : line.substring(0, comment)).stripTrailing();
+            if (!code.isBlank()) {
+                compact.append(code).append('\n');
+            }
+        }
+        return compact.toString();
     }
 
     /**
@@ -190,6 +209,10 @@ final class Sql {
                         attempts = q.attempts + 1
                     FROM due
                     WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
+                        -- Redundant, on purpose: a generic plan cannot see LIMIT $3 and would
+                        -- hash-join "due" against a scan of the whole table; this keeps the row
+                        -- lookups on the primary key whatever the estimates.
+                        AND q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
                     -- A prior lease after the epoch was a real one that lapsed: this is a reclaim.
                     RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
                 )

@@ -59,6 +59,27 @@ class SqlExplainIT {
                 .block(Duration.ofSeconds(30));
     }
 
+    /**
+     * The generic plan of {@code statement}: prepared with SQL {@code PREPARE} (so the plan cache
+     * applies from the first run), planned under {@code plan_cache_mode = force_generic_plan}, and
+     * explained for the literal arguments {@code arguments}.
+     */
+    private static List<String> genericPlan(String statement, String parameterTypes, String arguments) {
+        return Mono.usingWhen(TestDatabase.plain().create(),
+                        // Dollar-quoted inside a DO block, the statement's $n are text to the driver,
+                        // which would otherwise demand binds for them.
+                        (Connection c) -> Flux.just(
+                                        "SET plan_cache_mode = force_generic_plan",
+                                        "DO $probe$ BEGIN EXECUTE $stmt$PREPARE probe(" + parameterTypes + ") AS "
+                                                + statement + "$stmt$; END $probe$")
+                                .concatMap(sql -> Flux.from(c.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
+                                .thenMany(Flux.from(c.createStatement("EXPLAIN EXECUTE probe(" + arguments + ")").execute()))
+                                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                                .collectList(),
+                        Connection::close)
+                .block(Duration.ofSeconds(30));
+    }
+
     /** Every statement, with binds of the types the queue binds. */
     private static Map<String, Object[]> everyStatementWithBinds() {
         String[] keys = {"a", "b"};
@@ -164,5 +185,38 @@ class SqlExplainIT {
         String text = String.join("\n", explain(sql.reapCompleted, queue, 3_600_000_000L, 100));
 
         assertTrue(text.contains(table + "_reap_idx"), "the reaper should scan the partial reap index:\n" + text);
+    }
+
+    /**
+     * A prepared statement may switch to a generic plan after five runs, and a generic plan cannot
+     * see {@code LIMIT $3}: it guesses a tenth of the table. The leasing and reaping joins must not
+     * turn that guess into a scan of the whole table.
+     */
+    @Test
+    void genericPlansNeverScanTheWholeTable() {
+        // A table of its own holding one queue, as most deployments have: the estimates then say
+        // the queue is the whole table, which is what tempts a generic plan into a scan of it.
+        String ownPrefix = TestDatabase.createTable();
+        Sql ownSql = new Sql(ownPrefix, false);
+        String table = ownPrefix + "_work_queue_items";
+        String queue = TestDatabase.uniqueName("generic");
+        TestDatabase.queryStrings("INSERT INTO " + table + " (queue_name, item_key, completed_at)"
+                        + " SELECT $1, 'g' || i, CASE WHEN i % 5 = 0 THEN now() - INTERVAL '2 days' END"
+                        + " FROM generate_series(1, 20000) AS i",
+                queue);
+        TestDatabase.execute("ANALYZE " + table);
+        String q = "'" + queue + "'";
+        Map<String, List<String>> plans = Map.of(
+                "claimDue", genericPlan(ownSql.claimDue, "text, int, int, bigint", q + ", 0, 100, 30000000"),
+                "completeAndClaim", genericPlan(ownSql.completeAndClaim, "text, int, int, bigint, text[]",
+                        q + ", 0, 100, 30000000, '{g1,g3}'"),
+                "reapCompleted", genericPlan(ownSql.reapCompleted, "text, bigint, int", q + ", 3600000000, 1000"),
+                "completeKeys", genericPlan(ownSql.completeKeys, "text, text[]", q + ", '{g1,g3}'"));
+
+        plans.forEach((name, plan) -> {
+            String text = String.join("\n", plan);
+            assertTrue(text.contains("$1"), name + " was not planned generically:\n" + text);
+            assertFalse(text.contains("Seq Scan"), name + " scans the whole table under a generic plan:\n" + text);
+        });
     }
 }
