@@ -59,7 +59,8 @@ public final class WorkQueueBuilder<K> {
     /**
      * Records the meters named in {@link WorkQueueMeters} to {@code registry}, tagged with the
      * queue's name. Micrometer is an optional dependency: without this call it need not be on the
-     * classpath.
+     * classpath. Build one instance per queue name and registry: a second instance with the same
+     * name shares the counters, but Micrometer keeps the first instance's gauges.
      */
     public WorkQueueBuilder<K> meterRegistry(MeterRegistry registry) {
         this.meterRegistry = Objects.requireNonNull(registry, "registry");
