@@ -1,5 +1,6 @@
 package io.workqueue.faults;
 
+import io.workqueue.testing.Poll;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.workqueue.Item;
@@ -135,14 +136,14 @@ final class Drain implements AutoCloseable {
 
     /** Waits until the producer has finished and workers have completed every key it enqueued. */
     void awaitDrained(Duration timeout) {
-        Await.until("every enqueued key is completed", timeout,
+        Poll.until(timeout, "every enqueued key is completed",
                 () -> !workerFailures.isEmpty() || (producerDone && ledger.completedKeys() == ledger.enqueuedKeys()),
                 this::progress);
         assertNoWorkerFailed();
     }
 
     void awaitCompletedAtLeast(long keys, Duration timeout) {
-        Await.until(keys + " keys are completed", timeout,
+        Poll.until(timeout, keys + " keys are completed",
                 () -> !workerFailures.isEmpty() || ledger.completedKeys() >= keys, this::progress);
         assertNoWorkerFailed();
     }

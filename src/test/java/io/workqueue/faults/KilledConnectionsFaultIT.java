@@ -1,5 +1,6 @@
 package io.workqueue.faults;
 
+import io.workqueue.testing.Poll;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.r2dbc.pool.ConnectionPool;
@@ -67,7 +68,7 @@ class KilledConnectionsFaultIT {
         Disposable sessionCounter = listener.wakeups()
                 .filter(signal -> signal == PgNotificationListener.SESSION_ESTABLISHED)
                 .subscribe(signal -> sessions.incrementAndGet());
-        Await.until("the LISTEN session is established", Duration.ofSeconds(30), () -> sessions.get() == 1);
+        Poll.until(Duration.ofSeconds(30), "the LISTEN session is established", () -> sessions.get() == 1);
 
         long seed = System.nanoTime();
         Random random = new Random(seed);
@@ -91,9 +92,9 @@ class KilledConnectionsFaultIT {
             }
             assertTrue(terminated > 0, "the rounds found backends to terminate");
             long lastKill = killedAt.get(killedAt.size() - 1);
-            Await.until("a worker completes a key after the last kill", Duration.ofSeconds(60),
+            Poll.until(Duration.ofSeconds(60), "a worker completes a key after the last kill",
                     () -> drain.firstCompletionAfter(lastKill) >= 0, drain::progress);
-            Await.until("the listener re-establishes its LISTEN session", Duration.ofSeconds(30),
+            Poll.until(Duration.ofSeconds(30), "the listener re-establishes its LISTEN session",
                     () -> sessions.get() >= 2);
             drain.awaitDrained(Duration.ofSeconds(120));
             sessionCounter.dispose();

@@ -1,5 +1,6 @@
 package io.workqueue.faults;
 
+import io.workqueue.testing.Poll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -66,7 +67,7 @@ class PoisonItemFaultIT {
         long start = System.nanoTime();
         Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
         Disposable running = worker(queue, ledger, "worker").subscribe(item -> {}, failures::add);
-        Await.until("every healthy key is completed", Duration.ofSeconds(60),
+        Poll.until(Duration.ofSeconds(60), "every healthy key is completed",
                 () -> !failures.isEmpty() || ledger.completedKeys() == HEALTHY,
                 () -> ledger.completedKeys() + " completed; " + failures);
         Duration drained = Duration.ofNanos(System.nanoTime() - start);

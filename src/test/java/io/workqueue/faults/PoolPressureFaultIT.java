@@ -1,5 +1,6 @@
 package io.workqueue.faults;
 
+import io.workqueue.testing.Poll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -78,7 +79,7 @@ class PoolPressureFaultIT {
                             .onErrorResume(e -> Mono.empty());
                 }))
                 .subscribe();
-        Await.until("unrelated queries run", Duration.ofSeconds(10), () -> unrelatedLatencies.size() >= 10);
+        Poll.until(Duration.ofSeconds(10), "unrelated queries run", () -> unrelatedLatencies.size() >= 10);
 
         int unrelatedBefore = unrelatedLatencies.size();
         long start = System.nanoTime();

@@ -1,5 +1,6 @@
 package io.workqueue.faults;
 
+import io.workqueue.testing.Poll;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.r2dbc.pool.ConnectionPool;
@@ -77,7 +78,7 @@ class ServerRestartFaultIT {
                     lastSessionAt.set(System.nanoTime());
                     sessions.incrementAndGet();
                 });
-        Await.until("the LISTEN session is established", Duration.ofSeconds(30), () -> sessions.get() == 1);
+        Poll.until(Duration.ofSeconds(30), "the LISTEN session is established", () -> sessions.get() == 1);
 
         // A claimStream idling on an empty queue throughout: it is claiming (polling) when the server
         // goes, so its claims meet the outage whatever the busy workers happen to be doing, and it
@@ -106,28 +107,28 @@ class ServerRestartFaultIT {
                 idle.enqueue(List.of(Entry.of("due-during-the-outage").withDelay(OUTAGE))).block(Duration.ofSeconds(10));
                 server.stop();
                 // The outage lasts at least OUTAGE and until enqueue callers have seen it as errors.
-                Await.until("enqueue callers get errors while the server is down", Duration.ofSeconds(30),
+                Poll.until(Duration.ofSeconds(30), "enqueue callers get errors while the server is down",
                         () -> drain.enqueueFailures() >= failuresBefore + 2
                                 && System.nanoTime() - stopAt >= OUTAGE.toNanos(), drain::progress);
                 log.info("[server restart] stopped mid-drain {}", drain.progress());
                 long startAt = System.nanoTime();
                 server.start();
-                Await.until("the watch sees the server accept connections", Duration.ofSeconds(30),
+                Poll.until(Duration.ofSeconds(30), "the watch sees the server accept connections",
                         () -> watch.firstUpAfter(startAt) >= 0);
                 downAt = watch.firstDownAfter(stopAt);
                 upAt = watch.firstUpAfter(startAt);
             }
             log.info("[server restart] the server refused connections for {} ms {}",
                     (upAt - downAt) / 1_000_000, drain.progress());
-            Await.until("the listener re-establishes its LISTEN session", Duration.ofSeconds(60),
+            Poll.until(Duration.ofSeconds(60), "the listener re-establishes its LISTEN session",
                     () -> sessions.get() >= 2);
             long listenerBack = lastSessionAt.get();
-            Await.until("a worker completes a key after the restart", Duration.ofSeconds(60),
+            Poll.until(Duration.ofSeconds(60), "a worker completes a key after the restart",
                     () -> drain.firstCompletionAfter(upAt) >= 0, drain::progress);
-            Await.until("the producer commits a batch after the restart", Duration.ofSeconds(60),
+            Poll.until(Duration.ofSeconds(60), "the producer commits a batch after the restart",
                     () -> drain.producerDone() || drain.firstEnqueueAfter(upAt) >= 0, drain::progress);
 
-            Await.until("the idle claimStream, which met the outage, claims again", Duration.ofSeconds(30),
+            Poll.until(Duration.ofSeconds(30), "the idle claimStream, which met the outage, claims again",
                     () -> !idleFailed.isEmpty() || idleClaimedAt.get() != 0);
             assertTrue(idleFailed.isEmpty(), () -> "claimStream stopped instead of backing off: " + idleFailed);
             long idleBack = idleClaimedAt.get();

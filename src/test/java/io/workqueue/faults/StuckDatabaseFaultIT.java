@@ -1,5 +1,6 @@
 package io.workqueue.faults;
 
+import io.workqueue.testing.Poll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -83,14 +84,14 @@ class StuckDatabaseFaultIT {
 
         // A claim: it waits on the lock until its subscriber gives up.
         Disposable claim = queue.claim(10, Duration.ofMinutes(1)).subscribe();
-        Await.until("the claim is waiting on the lock", Duration.ofSeconds(10),
+        Poll.until(Duration.ofSeconds(10), "the claim is waiting on the lock",
                 () -> waitingOnLock(server, table, "SKIP LOCKED") == 1);
         claim.dispose();
         long cancelledAt = System.nanoTime();
-        Await.until("the pool has every connection back", Duration.ofSeconds(10),
+        Poll.until(Duration.ofSeconds(10), "the pool has every connection back",
                 () -> pool.getMetrics().orElseThrow().acquiredSize() == 0,
                 () -> "acquired " + pool.getMetrics().orElseThrow().acquiredSize());
-        Await.until("no statement from the queue still waits on the lock", Duration.ofSeconds(10),
+        Poll.until(Duration.ofSeconds(10), "no statement from the queue still waits on the lock",
                 () -> waitingOnLock(server, table, "") == 0,
                 () -> "still waiting: " + server.query(
                         "SELECT state || ' ' || wait_event_type || ' ' || left(query, 60) FROM pg_stat_activity"

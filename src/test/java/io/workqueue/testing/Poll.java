@@ -37,6 +37,17 @@ public final class Poll {
         until(timeout, what, condition::getAsBoolean, Boolean::booleanValue);
     }
 
+    /** Waits until {@code condition} holds; fails after {@code timeout}, describing {@code state}. */
+    public static void until(Duration timeout, String what, BooleanSupplier condition, Supplier<String> state) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                fail("waited " + timeout + " for " + what + "; " + state.get());
+            }
+            pause();
+        }
+    }
+
     /**
      * Checks that {@code condition} keeps holding for the whole {@code window}. Only for absences,
      * which no event can announce (nothing more is claimed after a cancel).
