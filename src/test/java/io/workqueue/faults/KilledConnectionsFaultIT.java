@@ -42,7 +42,7 @@ class KilledConnectionsFaultIT {
             listener.close().block(Duration.ofSeconds(10));
         }
         if (pool != null) {
-            pool.dispose();
+            pool.disposeLater().block(Duration.ofSeconds(30)); // bounded: a stuck close fails the test, not CI
         }
         if (server != null) {
             server.ensureRunning();

@@ -62,7 +62,7 @@ class LockOrderFaultIT {
     @AfterEach
     void cleanUp() {
         if (pool != null) {
-            pool.dispose();
+            pool.disposeLater().block(Duration.ofSeconds(30)); // bounded: a stuck close fails the test, not CI
         }
     }
 

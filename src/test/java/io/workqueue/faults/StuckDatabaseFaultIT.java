@@ -44,7 +44,7 @@ class StuckDatabaseFaultIT {
             Mono.from(holder.close()).block(Duration.ofSeconds(10));
         }
         if (pool != null) {
-            pool.dispose();
+            pool.disposeLater().block(Duration.ofSeconds(30)); // bounded: a stuck close fails the test, not CI
         }
     }
 
