@@ -10,6 +10,7 @@ import io.workqueue.Stats;
 import io.workqueue.WorkQueueMeters;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.ToDoubleFunction;
 
 /**
  * {@link QueueMetrics} over a Micrometer registry: the meters named in {@link WorkQueueMeters},
@@ -50,13 +51,11 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
                 .description("distinct keys per group-committed write").baseUnit("keys").tags(tags).register(registry);
         flushLatency = Timer.builder(WorkQueueMeters.ENQUEUE_FLUSH_LATENCY)
                 .description("one group-committed write").tags(tags).register(registry);
-        gauge(registry, WorkQueueMeters.DEPTH, "items not completed", tags, Stats::pending);
-        gauge(registry, WorkQueueMeters.READY, "items a claim would hand out now", tags, Stats::ready);
-        gauge(registry, WorkQueueMeters.STALLED, "items out of attempts", tags, Stats::stalled);
-        Gauge.builder(WorkQueueMeters.OLDEST_READY_AGE, lastStats,
-                        ref -> ref.get() == null ? Double.NaN : ref.get().oldestReadyAge().toNanos() / 1e9)
-                .description("how long the oldest ready item has waited").baseUnit("seconds").tags(tags)
-                .register(registry);
+        gauge(registry, WorkQueueMeters.DEPTH, "items not completed", "items", tags, Stats::pending);
+        gauge(registry, WorkQueueMeters.READY, "items a claim would hand out now", "items", tags, Stats::ready);
+        gauge(registry, WorkQueueMeters.STALLED, "items out of attempts", "items", tags, Stats::stalled);
+        gauge(registry, WorkQueueMeters.OLDEST_READY_AGE, "how long the oldest ready item has waited", "seconds", tags,
+                stats -> stats.oldestReadyAge().toNanos() / 1e9);
     }
 
     /**
@@ -71,10 +70,11 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
         return Counter.builder(name).description(description).tags(tags).register(registry);
     }
 
-    private void gauge(MeterRegistry registry, String name, String description, Tags tags,
-            java.util.function.ToLongFunction<Stats> field) {
-        Gauge.builder(name, lastStats, ref -> ref.get() == null ? Double.NaN : field.applyAsLong(ref.get()))
-                .description(description).baseUnit("items").tags(tags).register(registry);
+    /** A gauge reading {@code field} of the last snapshot; NaN until the first {@code stats()}. */
+    private void gauge(MeterRegistry registry, String name, String description, String baseUnit, Tags tags,
+            ToDoubleFunction<Stats> field) {
+        Gauge.builder(name, lastStats, ref -> ref.get() == null ? Double.NaN : field.applyAsDouble(ref.get()))
+                .description(description).baseUnit(baseUnit).tags(tags).register(registry);
     }
 
     @Override
