@@ -29,6 +29,7 @@ leased AS (
         attempts = q.attempts + 1
     FROM due
     WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
+        AND q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
 )
 SELECT coalesce(array_agg(item_key), '{}') AS keys FROM
@@ -46,4 +47,5 @@ WITH target AS MATERIALIZED (
 UPDATE bench_drain_work_queue_items AS q
 SET completed_at = now(), lease_until = 'epoch', last_error = NULL
 FROM target
-WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key;
+WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+RETURNING q.item_key;

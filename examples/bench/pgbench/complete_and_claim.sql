@@ -44,6 +44,7 @@ leased AS (
         attempts = q.attempts + 1
     FROM due
     WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
+        AND q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
 )
 SELECT coalesce(array_agg(item_key) FILTER (WHERE item_key IS NOT NULL), '{}') AS keys FROM (

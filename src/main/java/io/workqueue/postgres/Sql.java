@@ -41,7 +41,7 @@ final class Sql {
     final String enqueue;
     /** $1 queue, $2 attempt limit, $3 limit, $4 lease in microseconds. */
     final String claimDue;
-    /** $1 queue, $2 keys text[]. */
+    /** $1 queue, $2 keys text[]; returns the key of each item it completed. */
     final String completeKeys;
     /** $1 queue, $2 attempt limit, $3 limit, $4 lease in microseconds, $5 keys to complete text[]. */
     final String completeAndClaim;
@@ -118,6 +118,8 @@ final class Sql {
                 %2$s
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+                -- One row per item completed: a group-committed write credits each to its caller.
+                RETURNING q.item_key
                 """.formatted(table, COMPLETE));
         this.releaseKeys = compact("WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
                 UPDATE %1$s AS q
