@@ -143,6 +143,16 @@ public interface ReactiveWorkQueue<K> {
      * Marks items completed (kept until reaped), drops their leases and clears their last errors.
      * Unknown and already-completed keys are ignored; idempotent. Emits how many items this call
      * completed.
+     *
+     * <p>Group-committed like {@link #enqueue(Collection)}: concurrent completes on this instance are
+     * merged into one lock-ordered statement, with one in flight at a time, so many workers
+     * acknowledging small batches cost one transaction per round instead of one each. A key named by
+     * two concurrent calls is counted for one of them only, so the counts add up to the items
+     * completed. Cancelling stops waiting but does not cancel the shared write (the items may still
+     * be completed); a failed write fails every caller in its batch, and a write that outlives
+     * {@link WorkQueueConfig#enqueueTimeout()} fails with {@link WorkQueueException}. Retryable
+     * conflicts (40001, 40P01) are retried up to {@link WorkQueueConfig#writeAttempts()}. An empty
+     * collection emits 0 at once. Unlike enqueue, complete keeps working after {@link #close()}.
      */
     Mono<Long> complete(Collection<K> keys);
 
@@ -191,8 +201,9 @@ public interface ReactiveWorkQueue<K> {
 
     /**
      * Flushes whatever enqueues are pending, then refuses every later enqueue with
-     * {@link QueueClosedException}. Idempotent: every call completes once the flush has. Other
-     * methods keep working, so a worker may still complete what it holds. Unlike the rest of this
+     * {@link QueueClosedException}. Idempotent: every call completes once the flush has (the flush
+     * also covers merged {@link #complete} calls already submitted). Other methods keep working, so
+     * a worker may still complete what it holds. Unlike the rest of this
      * interface, closing starts when the method is called; the {@code Mono} only reports the flush.
      */
     Mono<Void> close();

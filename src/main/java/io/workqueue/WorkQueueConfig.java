@@ -27,8 +27,8 @@ import java.util.Objects;
  *                        at least 1
  * @param minWakeInterval the least time between two wakeups completing {@code awaitWork}; at
  *                        least one millisecond
- * @param enqueueTimeout  how long one group-committed write may take before every caller in its
- *                        batch fails; positive
+ * @param enqueueTimeout  how long one group-committed write (the merged enqueue upsert, or the
+ *                        merged complete) may take before every caller in its batch fails; positive
  */
 public record WorkQueueConfig(
         String name,

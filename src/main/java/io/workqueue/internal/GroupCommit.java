@@ -4,6 +4,7 @@ import io.workqueue.QueueClosedException;
 import io.workqueue.WorkQueueException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
@@ -22,53 +23,64 @@ import reactor.core.scheduler.Scheduler;
  * <p>Submissions go into a {@link Sinks.Many} drained by one subscriber. While a write is in
  * flight, everything that arrives accumulates; when it finishes, all of it becomes the next write.
  * So however many callers submit concurrently, exactly one write is in flight, and an idle queue
- * writes at once (no timer). Each submission's {@code Mono} completes when the write that carried
- * it has, fails when that write fails, and is the caller's alone: cancelling it never cancels the
- * write, because the write is subscribed here, not by any caller.
+ * writes at once (no timer). Each submission's {@code Mono} emits its own result from the write
+ * that carried it (or completes empty for a write without results), fails when that write fails,
+ * and is the caller's alone: cancelling it never cancels the write, because the write is
+ * subscribed here, not by any caller.
  *
  * <p>Thread-safe. Emission into the sink happens under a lock: a sink refuses concurrent
  * emitters ({@code FAIL_NON_SERIALIZED}), and retrying in a loop both spins and can still give
  * up, whereas the critical section is a queue offer.
  *
  * @param <T> what one caller submits
+ * @param <R> what one caller gets back; {@link Void} for writes without a per-caller result
  */
-public final class GroupCommit<T> {
+public final class GroupCommit<T, R> {
     private static final Logger log = LoggerFactory.getLogger(GroupCommit.class);
 
     private final String name;
-    private final Function<List<T>, Mono<Void>> write;
+    private final String operation;
+    private final Function<List<T>, Mono<List<R>>> write;
     private final Duration timeout;
     private final Scheduler timer;
-    private final Sinks.Many<Submission<T>> submissions = Sinks.many().unicast().onBackpressureBuffer();
+    private final Sinks.Many<Submission<T, R>> submissions = Sinks.many().unicast().onBackpressureBuffer();
     private final Object emitLock = new Object();
     private final Drain drain = new Drain();
     private boolean closed; // guarded by emitLock
     private @Nullable Mono<Void> closing; // guarded by emitLock
 
     /**
-     * @param name    names the queue in errors and logs
-     * @param write   performs one merged write of every submission in the list; must not be
-     *                called concurrently with itself, and is not
-     * @param timeout bound on one write; on expiry every caller in the batch fails
-     * @param timer   the scheduler for the timeout
+     * @param name      names the queue in errors and logs
+     * @param operation names what the writes do ("enqueue", "complete") in errors and logs
+     * @param write     performs one merged write of every payload in the list and emits one result
+     *                  per payload, in the list's order; never called concurrently with itself
+     * @param timeout   bound on one write; on expiry every caller in the batch fails
+     * @param timer     the scheduler for the timeout
      */
-    public GroupCommit(String name, Function<List<T>, Mono<Void>> write, Duration timeout, Scheduler timer) {
+    public GroupCommit(String name, String operation, Function<List<T>, Mono<List<R>>> write, Duration timeout,
+            Scheduler timer) {
         this.name = name;
+        this.operation = operation;
         this.write = write;
         this.timeout = timeout;
         this.timer = timer;
         submissions.asFlux().subscribe(drain);
     }
 
+    /** Adapts a write that has no per-caller result: every caller's {@code Mono} completes empty. */
+    public static <T> Function<List<T>, Mono<List<Void>>> withoutResults(Function<List<T>, Mono<Void>> write) {
+        return payloads -> write.apply(payloads).then(Mono.fromSupplier(() -> Collections.nCopies(payloads.size(), null)));
+    }
+
     /**
      * Submits {@code payload} to the next write. Call at subscription time (inside
      * {@code Mono.defer}); the returned {@code Mono} is hot: the submission has been made.
      */
-    public Mono<Void> submit(T payload) {
-        Submission<T> submission = new Submission<>(payload, Sinks.one());
+    public Mono<R> submit(T payload) {
+        Submission<T, R> submission = new Submission<>(payload, Sinks.one());
         synchronized (emitLock) {
             if (closed) {
-                return Mono.error(new QueueClosedException("queue " + name + " is closed; enqueue refused"));
+                return Mono.error(new QueueClosedException("queue " + name + " is closed; " + operation + " refused"));
             }
             emit(submission);
         }
@@ -85,15 +97,27 @@ public final class GroupCommit<T> {
                 closed = true;
                 // A marker with no payload: it completes when the batch it rides in finishes, and
                 // every earlier submission rode in that batch or an earlier one.
-                Submission<T> marker = new Submission<>(null, Sinks.one());
+                Submission<T, R> marker = new Submission<>(null, Sinks.one());
                 emit(marker);
-                closing = marker.done().asMono().onErrorResume(e -> Mono.empty()).cache();
+                closing = marker.done().asMono().then().onErrorResume(e -> Mono.empty()).cache();
             }
             return closing;
         }
     }
 
-    private void emit(Submission<T> submission) {
+    /**
+     * Completes once everything submitted before this call has been written (successfully or
+     * not), without refusing later submissions. Starts at the call, like {@link #close()}.
+     */
+    public Mono<Void> flush() {
+        Submission<T, R> marker = new Submission<>(null, Sinks.one());
+        synchronized (emitLock) {
+            emit(marker);
+        }
+        return marker.done().asMono().then().onErrorResume(e -> Mono.empty());
+    }
+
+    private void emit(Submission<T, R> submission) {
         Sinks.EmitResult result = submissions.tryEmitNext(submission);
         if (result.isFailure()) {
             // Serialised and unbounded, so this means the drain was cancelled: a bug, not load.
@@ -102,11 +126,11 @@ public final class GroupCommit<T> {
     }
 
     /** One caller's payload and the signal it waits on; a {@code null} payload is a flush marker. */
-    private record Submission<T>(@Nullable T payload, Sinks.One<Void> done) {}
+    private record Submission<T, R>(@Nullable T payload, Sinks.One<R> done) {}
 
     /** The single consumer: accumulates while a write is in flight, then writes all of it. */
-    private final class Drain extends BaseSubscriber<Submission<T>> {
-        private List<Submission<T>> pending = new ArrayList<>();
+    private final class Drain extends BaseSubscriber<Submission<T, R>> {
+        private List<Submission<T, R>> pending = new ArrayList<>();
         private boolean writing;
 
         @Override
@@ -115,8 +139,8 @@ public final class GroupCommit<T> {
         }
 
         @Override
-        protected void hookOnNext(Submission<T> submission) {
-            List<Submission<T>> batch;
+        protected void hookOnNext(Submission<T, R> submission) {
+            List<Submission<T, R>> batch;
             synchronized (this) {
                 pending.add(submission);
                 batch = takeBatchIfIdle();
@@ -126,51 +150,69 @@ public final class GroupCommit<T> {
             }
         }
 
-        private @Nullable List<Submission<T>> takeBatchIfIdle() {
+        private @Nullable List<Submission<T, R>> takeBatchIfIdle() {
             if (writing || pending.isEmpty()) {
                 return null;
             }
             writing = true;
-            List<Submission<T>> batch = pending;
+            List<Submission<T, R>> batch = pending;
             pending = new ArrayList<>();
             return batch;
         }
 
-        private void startWrite(List<Submission<T>> batch) {
+        private void startWrite(List<Submission<T, R>> batch) {
             List<T> payloads = new ArrayList<>(batch.size());
-            for (Submission<T> s : batch) {
+            for (Submission<T, R> s : batch) {
                 if (s.payload() != null) {
                     payloads.add(s.payload());
                 }
             }
-            Mono<Void> run = payloads.isEmpty()
-                    ? Mono.empty()
+            Mono<List<R>> run = payloads.isEmpty()
+                    ? Mono.just(List.of())
                     : Mono.defer(() -> write.apply(payloads))
                             .timeout(timeout, timer)
                             .onErrorMap(TimeoutException.class, e -> new WorkQueueException(
-                                    "enqueue on queue " + name + " did not commit within " + timeout, e));
+                                    operation + " on queue " + name + " did not commit within " + timeout, e))
+                            .flatMap(results -> results.size() == payloads.size()
+                                    ? Mono.just(results)
+                                    : Mono.error(new IllegalStateException(operation + " on queue " + name + " returned "
+                                            + results.size() + " results for " + payloads.size() + " submissions")))
+                            .switchIfEmpty(Mono.error(() -> new IllegalStateException(
+                                    operation + " on queue " + name + " returned no results")));
             run.subscribe(
-                    null,
-                    error -> finish(batch, error),
-                    () -> finish(batch, null));
+                    results -> finish(batch, results, null),
+                    error -> finish(batch, List.of(), error));
         }
 
-        private void finish(List<Submission<T>> batch, @Nullable Throwable error) {
+        /** Hands each caller its result, in submission order; flush markers have none. */
+        private void finish(List<Submission<T, R>> batch, List<R> results, @Nullable Throwable error) {
             if (error != null) {
                 // One line per failed flush, without a stack trace: during an outage every flush
                 // fails the same way, and each caller receives the exception itself.
-                log.error("group-committed enqueue of {} submissions on queue {} failed: {}", batch.size(), name,
+                log.error("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(), name,
                         error.getMessage() != null ? error.getMessage() : error.toString());
-                log.debug("group-committed enqueue failure on queue {}", name, error);
+                log.debug("group-committed {} failure on queue {}", operation, name, error);
             }
-            for (Submission<T> s : batch) {
-                if (error == null) {
+            int next = 0;
+            for (Submission<T, R> s : batch) {
+                if (error != null) {
+                    s.done().tryEmitError(error);
+                } else if (s.payload() == null) {
                     s.done().tryEmitEmpty();
                 } else {
-                    s.done().tryEmitError(error);
+                    R result = results.get(next++);
+                    if (result == null) {
+                        s.done().tryEmitEmpty();
+                    } else {
+                        s.done().tryEmitValue(result);
+                    }
                 }
             }
-            List<Submission<T>> next;
+            takeNextBatch();
+        }
+
+        private void takeNextBatch() {
+            List<Submission<T, R>> next;
             synchronized (this) {
                 writing = false;
                 next = takeBatchIfIdle();

@@ -25,10 +25,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
+import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
@@ -64,7 +66,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private final KeyCodec<K> codec;
     private final Scheduler timer;
     private final Sql sql;
-    private final GroupCommit<List<EncodedEntry>> groupCommit;
+    private final GroupCommit<List<EncodedEntry>, Void> enqueues;
+    private final GroupCommit<String[], Long> completions;
     private final WakeGate wakeGate;
     private final QueueMetrics metrics;
 
@@ -76,7 +79,10 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         this.timer = timer;
         this.metrics = metrics;
         this.sql = new Sql(config.tablePrefix(), !config.notifyChannel().isEmpty());
-        this.groupCommit = new GroupCommit<>(config.name(), this::writeMerged, config.enqueueTimeout(), timer);
+        this.enqueues = new GroupCommit<>(config.name(), "enqueue", GroupCommit.withoutResults(this::writeMerged),
+                config.enqueueTimeout(), timer);
+        this.completions = new GroupCommit<>(config.name(), "complete", this::completeMerged,
+                config.enqueueTimeout(), timer);
         this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
     }
 
@@ -121,7 +127,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<Void> enqueue(Collection<Entry<K>> entries) {
         return Mono.defer(() -> {
             List<EncodedEntry> encoded = encodeEntries(entries);
-            return encoded.isEmpty() ? Mono.empty() : groupCommit.submit(encoded);
+            return encoded.isEmpty() ? Mono.empty() : enqueues.submit(encoded);
         });
     }
 
@@ -310,7 +316,28 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<Long> complete(Collection<K> keys) {
-        return writeKeys(keys, sql.completeKeys, statement -> statement).doOnNext(metrics::completed);
+        return Mono.defer(() -> {
+            String[] encoded = encodeDistinct(keys);
+            return encoded.length == 0 ? Mono.just(0L) : completions.submit(encoded);
+        });
+    }
+
+    /**
+     * The complete group commit's write: one lock-ordered statement for every caller's keys. Each
+     * completed key is credited to the first caller that named it, so counts stay per call.
+     */
+    private Mono<List<Long>> completeMerged(List<String[]> callers) {
+        String[] union = MergedKeys.union(callers);
+        return withRetries(inConnection(connection -> Flux.from(connection.createStatement(sql.completeKeys)
+                                .bind(0, config.name())
+                                .bind(1, union)
+                                .execute())
+                        .concatMap(result -> result.map((row, meta) -> row.get(0, String.class)))
+                        .collect(Collectors.toCollection(HashSet::new))))
+                .map(completed -> {
+                    metrics.completed(completed.size());
+                    return MergedKeys.credit(callers, completed);
+                });
     }
 
     @Override
@@ -407,7 +434,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<Void> close() {
-        return groupCommit.close();
+        // Merged completes are flushed too, but never refused: a worker may complete what it holds.
+        return Mono.when(enqueues.close(), completions.flush());
     }
 
     // ---------------------------------------------------------------- plumbing

@@ -15,6 +15,7 @@ import java.util.Collections;
 import java.util.Deque;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -33,6 +34,7 @@ import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
@@ -42,6 +44,12 @@ class GroupCommitTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(10);
 
     private final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+
+    /** A group commit whose writes have no per-caller result, as the enqueue's. */
+    private static GroupCommit<String, Void> enqueueLike(String name, Function<List<String>, Mono<Void>> write,
+            Duration timeout, Scheduler timer) {
+        return new GroupCommit<>(name, "enqueue", GroupCommit.withoutResults(write), timeout, timer);
+    }
 
     @AfterEach
     void disposeTimer() {
@@ -80,7 +88,7 @@ class GroupCommitTest {
         volatile Throwable error;
         final Disposable subscription;
 
-        Caller(GroupCommit<String> commit, String payload) {
+        Caller(GroupCommit<String, Void> commit, String payload) {
             subscription = Mono.defer(() -> commit.submit(payload))
                     .subscribe(null, e -> error = e, () -> completed = true);
         }
@@ -95,7 +103,7 @@ class GroupCommitTest {
     @Test
     void anIdleCommitWritesAtOnceWithoutATimer() {
         List<List<String>> batches = new ArrayList<>();
-        GroupCommit<String> commit = new GroupCommit<>("q", payloads -> Mono.fromRunnable(() -> batches.add(payloads)), TIMEOUT, vts);
+        GroupCommit<String, Void> commit = enqueueLike("q", payloads -> Mono.fromRunnable(() -> batches.add(payloads)), TIMEOUT, vts);
 
         StepVerifier.create(Mono.defer(() -> commit.submit("a"))).verifyComplete();
 
@@ -105,7 +113,7 @@ class GroupCommitTest {
     @Test
     void submissionsAccumulateWhileAWriteIsInFlightAndRideTheNextOneTogether() {
         HeldWrites writes = new HeldWrites();
-        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
 
         Caller first = new Caller(commit, "first");
         List<Caller> riders = new ArrayList<>();
@@ -147,7 +155,7 @@ class GroupCommitTest {
                     .doOnTerminate(inFlight::decrementAndGet)
                     .then();
         };
-        GroupCommit<String> commit = new GroupCommit<>("q", write, TIMEOUT, Schedulers.parallel());
+        GroupCommit<String, Void> commit = enqueueLike("q", write, TIMEOUT, Schedulers.parallel());
 
         CountDownLatch done = new CountDownLatch(total);
         Queue<Throwable> errors = new ConcurrentLinkedQueue<>();
@@ -198,7 +206,7 @@ class GroupCommitTest {
     @Test
     void aCallerCancellingStopsWaitingButDoesNotCancelTheWrite() {
         HeldWrites writes = new HeldWrites();
-        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
 
         Caller onlyCaller = new Caller(commit, "a");
         onlyCaller.subscription.dispose();
@@ -212,7 +220,7 @@ class GroupCommitTest {
     @Test
     void aCallerCancellingDoesNotAffectTheOthersInItsBatch() {
         HeldWrites writes = new HeldWrites();
-        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
         Caller blocker = new Caller(commit, "blocker");
         Caller leaving = new Caller(commit, "leaving");
         Caller staying = new Caller(commit, "staying");
@@ -229,7 +237,7 @@ class GroupCommitTest {
     @Test
     void aFailingWriteFailsOnlyTheCallersOfItsOwnBatch() {
         HeldWrites writes = new HeldWrites();
-        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
         RuntimeException failure = new RuntimeException("unique violation");
 
         Caller a = new Caller(commit, "a");          // batch 1
@@ -251,7 +259,7 @@ class GroupCommitTest {
     void aWriteFunctionThatThrowsFailsItsBatchAndTheCommitCarriesOn() {
         AtomicInteger calls = new AtomicInteger();
         IllegalStateException thrown = new IllegalStateException("thrown, not signalled");
-        GroupCommit<String> commit = new GroupCommit<>("q", payloads -> {
+        GroupCommit<String, Void> commit = enqueueLike("q", payloads -> {
             if (calls.incrementAndGet() == 1) {
                 throw thrown;
             }
@@ -265,7 +273,7 @@ class GroupCommitTest {
     @Test
     void aWriteThatOutlivesItsTimeoutFailsItsBatchWithAWorkQueueException() {
         HeldWrites writes = new HeldWrites();
-        GroupCommit<String> commit = new GroupCommit<>("emails", writes, Duration.ofSeconds(10), vts);
+        GroupCommit<String, Void> commit = enqueueLike("emails", writes, Duration.ofSeconds(10), vts);
 
         Caller a = new Caller(commit, "a");
         Caller b = new Caller(commit, "b"); // waits behind the stuck write
@@ -290,7 +298,7 @@ class GroupCommitTest {
     @Test
     void closeFlushesWhatIsPendingThenRefusesNewSubmissions() {
         HeldWrites writes = new HeldWrites();
-        GroupCommit<String> commit = new GroupCommit<>("emails", writes, TIMEOUT, vts);
+        GroupCommit<String, Void> commit = enqueueLike("emails", writes, TIMEOUT, vts);
         Caller inFlight = new Caller(commit, "in-flight");
         Caller pending = new Caller(commit, "pending");
 
@@ -316,7 +324,7 @@ class GroupCommitTest {
     @Test
     void closeIsIdempotent() {
         HeldWrites writes = new HeldWrites();
-        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
         Caller pending = new Caller(commit, "a");
 
         Mono<Void> first = commit.close();
@@ -337,7 +345,7 @@ class GroupCommitTest {
     @Test
     void closingAnIdleCommitCompletesAtOnceWithoutAWrite() {
         AtomicInteger writes = new AtomicInteger();
-        GroupCommit<String> commit = new GroupCommit<>("q", payloads -> Mono.fromRunnable(writes::incrementAndGet), TIMEOUT, vts);
+        GroupCommit<String, Void> commit = enqueueLike("q", payloads -> Mono.fromRunnable(writes::incrementAndGet), TIMEOUT, vts);
         StepVerifier.create(commit.close()).verifyComplete();
         assertEquals(0, writes.get());
         StepVerifier.create(Mono.defer(() -> commit.submit("x"))).expectError(QueueClosedException.class).verify(TIMEOUT);
@@ -346,7 +354,7 @@ class GroupCommitTest {
     @Test
     void closeCompletesEvenWhenTheFlushFails() {
         HeldWrites writes = new HeldWrites();
-        GroupCommit<String> commit = new GroupCommit<>("q", writes, TIMEOUT, vts);
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
         Caller pending = new Caller(commit, "a");
         RuntimeException failure = new RuntimeException("connection refused");
 
@@ -354,5 +362,92 @@ class GroupCommitTest {
                 .then(() -> writes.failNext(failure))
                 .verifyComplete();
         assertSame(failure, pending.error, "the caller hears about the failure; close only reports the flush ended");
+    }
+
+    /** Writes that stay in flight until the test answers them with per-payload results. */
+    private static final class HeldResultWrites implements Function<List<String>, Mono<List<Integer>>> {
+        final List<List<String>> batches = Collections.synchronizedList(new ArrayList<>());
+        final Deque<Sinks.One<List<Integer>>> inFlight = new ArrayDeque<>();
+
+        @Override
+        public synchronized Mono<List<Integer>> apply(List<String> payloads) {
+            batches.add(List.copyOf(payloads));
+            Sinks.One<List<Integer>> done = Sinks.one();
+            inFlight.add(done);
+            return done.asMono();
+        }
+
+        synchronized void answerNext(List<Integer> results) {
+            assertEquals(Sinks.EmitResult.OK, inFlight.poll().tryEmitValue(results));
+        }
+
+        synchronized void answerNextEmpty() {
+            assertEquals(Sinks.EmitResult.OK, inFlight.poll().tryEmitEmpty());
+        }
+    }
+
+    @Test
+    void eachCallerReceivesTheResultAtItsOwnPositionInTheMergedWrite() {
+        HeldResultWrites writes = new HeldResultWrites();
+        GroupCommit<String, Integer> commit = new GroupCommit<>("q", "complete", writes, TIMEOUT, vts);
+        Map<String, Integer> received = new ConcurrentHashMap<>();
+        for (String payload : List.of("first", "second", "third")) {
+            Mono.defer(() -> commit.submit(payload)).subscribe(r -> received.put(payload, r));
+        }
+
+        writes.answerNext(List.of(1));          // "first" went alone; the others merged behind it
+        assertEquals(List.of(List.of("first"), List.of("second", "third")), writes.batches);
+        writes.answerNext(List.of(20, 30));
+
+        assertEquals(Map.of("first", 1, "second", 20, "third", 30), received);
+    }
+
+    @Test
+    void aWriteWithTheWrongNumberOfResultsFailsItsBatchInsteadOfMisattributing() {
+        HeldResultWrites writes = new HeldResultWrites();
+        GroupCommit<String, Integer> commit = new GroupCommit<>("q", "complete", writes, TIMEOUT, vts);
+        Queue<Throwable> errors = new ConcurrentLinkedQueue<>();
+        Mono.defer(() -> commit.submit("blocker")).subscribe(null, errors::add);
+        Mono.defer(() -> commit.submit("a")).subscribe(null, errors::add);
+        Mono.defer(() -> commit.submit("b")).subscribe(null, errors::add);
+
+        writes.answerNext(List.of());           // one payload, no result
+        writes.answerNext(List.of(7));          // two payloads, one result
+
+        assertEquals(3, errors.size());
+        errors.forEach(e -> assertInstanceOf(IllegalStateException.class, e));
+    }
+
+    @Test
+    void aWriteThatCompletesWithoutResultsFailsItsCallersRatherThanLeavingThemWaiting() {
+        HeldResultWrites writes = new HeldResultWrites();
+        GroupCommit<String, Integer> commit = new GroupCommit<>("q", "complete", writes, TIMEOUT, vts);
+        StepVerifier.create(Mono.defer(() -> commit.submit("a")))
+                .then(writes::answerNextEmpty)
+                .expectError(IllegalStateException.class)
+                .verify(TIMEOUT);
+        // The commit is not wedged: the next submission is written.
+        StepVerifier.create(Mono.defer(() -> commit.submit("b")))
+                .then(() -> writes.answerNext(List.of(2)))
+                .expectNext(2)
+                .verifyComplete();
+    }
+
+    @Test
+    void flushWaitsForEarlierSubmissionsButRefusesNothingLater() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
+        Caller earlier = new Caller(commit, "earlier");
+        AtomicBoolean flushed = new AtomicBoolean();
+        commit.flush().subscribe(null, null, () -> flushed.set(true));
+
+        assertFalse(flushed.get(), "the write carrying the earlier submission is still in flight");
+        writes.completeNext();
+        assertTrue(earlier.completed);
+        assertTrue(flushed.get());
+
+        Caller later = new Caller(commit, "later");
+        writes.completeNext();
+        assertTrue(later.completed, "a flush is not a close");
     }
 }

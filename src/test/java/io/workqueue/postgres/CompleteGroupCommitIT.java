@@ -1,0 +1,148 @@
+package io.workqueue.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.testing.Poll;
+import io.workqueue.testing.Queues;
+import io.workqueue.testing.RowLock;
+import io.workqueue.testing.TestDatabase;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The group-committed {@code complete}: concurrent calls share one lock-ordered statement, each
+ * caller still counts only the items its own call completed, a cancelled caller does not cancel the
+ * shared write, and {@code close()} waits for completes already submitted without refusing later
+ * ones.
+ *
+ * <p>As in {@link GroupCommitIT}, a first complete is parked behind a row lock held by another
+ * transaction ({@link RowLock}), so that later callers deterministically merge into the next write.
+ */
+class CompleteGroupCommitIT {
+    private static final Duration WAIT = Duration.ofSeconds(10);
+    private static String prefix;
+
+    @BeforeAll
+    static void createTable() {
+        prefix = TestDatabase.createTable();
+    }
+
+    private static <T> T await(CompletableFuture<T> future) {
+        try {
+            return future.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            throw new AssertionError("complete did not finish", e);
+        }
+    }
+
+    private static boolean completed(ReactiveWorkQueue<String> queue, String key) {
+        return "true".equals(Queues.column(prefix, queue, key, "(completed_at IS NOT NULL)::text"));
+    }
+
+    private static String xmin(ReactiveWorkQueue<String> queue, String key) {
+        return Queues.column(prefix, queue, key, "xmin::text");
+    }
+
+    /**
+     * Parks the queue's complete group commit: locks {@code blocker}'s row from another transaction
+     * and starts a complete of it that waits for the lock. Until the lock is released, every
+     * complete on {@code queue} accumulates for the next write.
+     */
+    private static Parked park(ReactiveWorkQueue<String> queue) {
+        RowLock lock = RowLock.hold(Queues.table(prefix), queue.name(), "blocker");
+        CompletableFuture<Long> parkedWrite = queue.complete("blocker").toFuture();
+        lock.awaitWaiters(1);
+        return new Parked(lock, parkedWrite);
+    }
+
+    private record Parked(RowLock lock, CompletableFuture<Long> write) {}
+
+    @Test
+    void completesArrivingDuringAWriteShareTheNextStatementAndEachCountsItsOwnItems() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "merged");
+        queue.enqueueKeys("blocker", "a", "b", "c", "d").block(WAIT);
+        Parked parked = park(queue);
+
+        CompletableFuture<Long> first = queue.complete("a", "b").toFuture();
+        CompletableFuture<Long> overlapping = queue.complete("b", "c").toFuture();
+        CompletableFuture<Long> unknown = queue.complete("nobody").toFuture();
+        CompletableFuture<Long> last = queue.complete("d").toFuture();
+        assertFalse(first.isDone() || overlapping.isDone() || unknown.isDone() || last.isDone(),
+                "nothing commits while the first write is parked");
+
+        parked.lock().release();
+        assertEquals(1L, await(parked.write()));
+        // "b" is credited to the first caller that named it: the counts add up to the four items.
+        assertEquals(2L, await(first));
+        assertEquals(1L, await(overlapping));
+        assertEquals(0L, await(unknown));
+        assertEquals(1L, await(last));
+
+        String merged = xmin(queue, "a");
+        for (String key : List.of("b", "c", "d")) {
+            assertEquals(merged, xmin(queue, key), key + " was completed by the same transaction as a");
+        }
+        assertNotEquals(merged, xmin(queue, "blocker"), "the parked write was its own transaction");
+    }
+
+    @Test
+    void manyConcurrentSingleKeyCompletesShareFarFewerTransactionsThanCalls() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "thousand");
+        List<String> keys = IntStream.range(0, 1000).mapToObj(i -> "k" + i).toList();
+        queue.enqueueKeys(keys).block(WAIT);
+
+        long total = Flux.fromIterable(keys)
+                .flatMap(key -> queue.complete(key).subscribeOn(Schedulers.parallel()), keys.size())
+                .reduce(0L, Long::sum)
+                .block(Duration.ofSeconds(30));
+
+        assertEquals(1000L, total, "every item counted exactly once");
+        assertEquals(0L, queue.stats().block(WAIT).pending());
+        long transactions = TestDatabase.queryLong("SELECT count(DISTINCT xmin::text) FROM " + Queues.table(prefix)
+                + " WHERE queue_name = $1", queue.name());
+        assertTrue(transactions < 200, "1,000 completes took " + transactions + " transactions");
+    }
+
+    @Test
+    void aCallerThatCancelsStopsWaitingButItsItemsAreStillCompleted() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "cancel");
+        queue.enqueueKeys("blocker", "leaving", "staying").block(WAIT);
+        Parked parked = park(queue);
+
+        queue.complete("leaving").subscribe().dispose();
+        CompletableFuture<Long> staying = queue.complete("staying").toFuture();
+
+        parked.lock().release();
+        assertEquals(1L, await(staying));
+        Poll.until(WAIT, "the cancelled caller's item is completed by the shared write",
+                () -> completed(queue, "leaving"));
+    }
+
+    @Test
+    void closeWaitsForCompletesAlreadySubmittedAndCompletingStillWorksAfterIt() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "close");
+        queue.enqueueKeys("blocker", "held", "later").block(WAIT);
+        Parked parked = park(queue);
+        CompletableFuture<Long> held = queue.complete("held").toFuture();
+
+        CompletableFuture<Void> closed = queue.close().toFuture();
+        assertFalse(closed.isDone(), "close waits for the parked complete and the one behind it");
+
+        parked.lock().release();
+        await(closed);
+        assertTrue(held.isDone(), "close completed only after the complete submitted before it");
+        assertEquals(1L, await(held));
+        assertEquals(1L, queue.complete("later").block(WAIT), "a worker may still complete what it holds");
+    }
+}
