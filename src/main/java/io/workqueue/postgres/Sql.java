@@ -3,7 +3,8 @@ package io.workqueue.postgres;
 import io.workqueue.migrations.WorkQueueMigrations;
 
 /**
- * Every statement the queue issues, rendered once per table.
+ * Every statement the queue issues, rendered once per queue instance: for its table, and for how it
+ * completes (marking rows completed, or deleting them when the queue deletes on complete).
  *
  * <p>The table name is the only thing rendered into SQL, and it comes from a validated prefix; every
  * value is a bind parameter. Batches travel as arrays ({@code unnest}, {@code = ANY}), so each
@@ -29,6 +30,17 @@ final class Sql {
     /** What completing does to a row: kept until reaped, lease dropped, last error cleared. */
     static final String COMPLETE = "SET completed_at = now(), lease_until = 'epoch', last_error = NULL";
 
+    /**
+     * What completing does to the rows {@code target} locked when the queue deletes on complete:
+     * nothing is kept, so nothing is left to reap. Also the whole of what {@code remove} does.
+     * Rendered with the table as {@code %1$s}.
+     */
+    static final String DELETE_TARGET = """
+            DELETE FROM %1$s AS q
+            USING target
+            WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+            """;
+
     /** Pending and out of attempts; never true when attempts are unlimited. */
     static final String STALLED = """
             completed_at IS NULL AND $2::int > 0 AND attempts >= $2::int""";
@@ -41,9 +53,15 @@ final class Sql {
     final String enqueue;
     /** $1 queue, $2 attempt limit, $3 limit, $4 lease in microseconds. */
     final String claimDue;
-    /** $1 queue, $2 keys text[]; returns the key of each item it completed. */
+    /**
+     * $1 queue, $2 keys text[]; returns the key of each item it completed, which it marks completed
+     * or, when the queue deletes on complete, deletes.
+     */
     final String completeKeys;
-    /** $1 queue, $2 attempt limit, $3 limit, $4 lease in microseconds, $5 keys to complete text[]. */
+    /**
+     * $1 queue, $2 attempt limit, $3 limit, $4 lease in microseconds, $5 keys to complete text[];
+     * completes as {@link #completeKeys} does.
+     */
     final String completeAndClaim;
     /** $1 queue, $2 keys text[], $3 delay in microseconds, $4 last error (nullable). */
     final String releaseKeys;
@@ -54,8 +72,24 @@ final class Sql {
     /** $1 queue, $2 attempt limit. */
     final String stats;
 
-    Sql(String tablePrefix, boolean notify) {
+    /**
+     * @param tablePrefix      the validated prefix of the one table every statement names
+     * @param notify           whether the enqueue also notifies ({@code $5} names the channel)
+     * @param deleteOnComplete whether completing deletes rows rather than marking them completed
+     */
+    Sql(String tablePrefix, boolean notify, boolean deleteOnComplete) {
         this.table = WorkQueueMigrations.tableName(tablePrefix);
+        // The one rendering of completing the rows "target" locked, for both completing statements.
+        String completeTarget = (deleteOnComplete ? DELETE_TARGET.formatted(table) : """
+                UPDATE %1$s AS q
+                %2$s
+                FROM target
+                WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+                """.formatted(table, COMPLETE)) + """
+                -- One row per item completed: that is what the caller counts (and what a
+                -- group-committed write credits to each of its callers).
+                RETURNING q.item_key
+                """;
         String upsert = """
                 -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
                 -- upserts lock in the one total order every writer uses. The caller has merged
@@ -98,29 +132,16 @@ final class Sql {
                 -- still look due.
                 WITH %1$s,
                 done AS (
-                    UPDATE %2$s AS q
-                    %3$s
-                    FROM target
-                    WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-                    RETURNING q.item_key
-                ),
-                %4$s
+                %2$s),
+                %3$s
                 UNION ALL
                 -- The last row carries how many items were completed.
                 SELECT NULL, NULL, NULL, NULL, (SELECT count(*) FROM done)
                 """.formatted(
                         lockedKeys(5, "AND completed_at IS NULL"),
-                        table,
-                        COMPLETE,
+                        completeTarget.indent(4),
                         claim("AND NOT (item_key = ANY($5::text[])) AND (SELECT count(*) FROM done) >= 0")));
-        this.completeKeys = compact("WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
-                UPDATE %1$s AS q
-                %2$s
-                FROM target
-                WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-                -- One row per item completed: a group-committed write credits each to its caller.
-                RETURNING q.item_key
-                """.formatted(table, COMPLETE));
+        this.completeKeys = compact("WITH " + lockedKeys(2, "AND completed_at IS NULL") + completeTarget);
         this.releaseKeys = compact("WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
                 UPDATE %1$s AS q
                 SET lease_until = 'epoch',
@@ -129,11 +150,7 @@ final class Sql {
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
                 """.formatted(table));
-        this.removeKeys = compact("WITH " + lockedKeys(2, "") + """
-                DELETE FROM %1$s AS q
-                USING target
-                WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-                """.formatted(table));
+        this.removeKeys = compact("WITH " + lockedKeys(2, "") + DELETE_TARGET.formatted(table));
         this.reapCompleted = compact("""
                 -- Bounded, and SKIP LOCKED: the reaper never waits on, or deadlocks with, a writer.
                 WITH expired AS MATERIALIZED (

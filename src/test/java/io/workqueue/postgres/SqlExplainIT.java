@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.Statement;
+import io.workqueue.testing.Queues;
 import io.workqueue.testing.TestDatabase;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
@@ -29,6 +30,8 @@ import reactor.core.publisher.Mono;
 class SqlExplainIT {
     private static String prefix;
     private static Sql sql;
+    /** The same table's statements for a queue that deletes rows on complete. */
+    private static Sql deleting;
 
     /** Marks a parameter bound as SQL NULL of a type. */
     private record Null(Class<?> type) {}
@@ -36,7 +39,8 @@ class SqlExplainIT {
     @BeforeAll
     static void createTable() {
         prefix = TestDatabase.createTable();
-        sql = new Sql(prefix, false);
+        sql = new Sql(prefix, false, false);
+        deleting = new Sql(prefix, false, true);
     }
 
     /** The plan of {@code statement} with these binds; nothing is executed. */
@@ -95,8 +99,12 @@ class SqlExplainIT {
     }
 
     private static String statement(String field) {
+        return statement(sql, field);
+    }
+
+    private static String statement(Sql of, String field) {
         try {
-            return (String) Sql.class.getDeclaredField(field).get(sql);
+            return (String) Sql.class.getDeclaredField(field).get(of);
         } catch (ReflectiveOperationException e) {
             throw new AssertionError("Sql has no statement " + field, e);
         }
@@ -123,11 +131,39 @@ class SqlExplainIT {
 
     @Test
     void theNotifyingEnqueuePlansWithItsChannel() {
-        Sql notifying = new Sql(prefix, true);
+        Sql notifying = new Sql(prefix, true, false);
         assertTrue(notifying.enqueue.contains("pg_notify"));
         assertFalse(sql.enqueue.contains("pg_notify"));
         assertFalse(explain(notifying.enqueue, "q", new String[] {"a"}, new Integer[] {0}, new Long[] {0L}, "chan")
                 .isEmpty());
+    }
+
+    @Test
+    void deleteOnCompleteChangesOnlyTheTwoCompletingStatements() {
+        Set<String> differ = everyStatementWithBinds().keySet().stream()
+                .filter(field -> !statement(sql, field).equals(statement(deleting, field)))
+                .collect(Collectors.toCollection(TreeSet::new));
+        assertEquals(Set.of("completeAndClaim", "completeKeys"), differ);
+        for (String field : differ) {
+            String text = statement(deleting, field);
+            assertFalse(text.contains("completed_at = now()"), field + " still marks rows completed:\n" + text);
+            assertTrue(text.contains("DELETE FROM " + Queues.table(prefix) + " AS q"), field + ":\n" + text);
+            // The lock-ordering CTE is what keeps writers deadlock-free, and the count rests on
+            // one returned row per item completed: both must survive the switch.
+            assertTrue(text.contains("ORDER BY item_key\n    FOR UPDATE\n"), field + ":\n" + text);
+            assertTrue(text.contains("RETURNING q.item_key\n"), field + ":\n" + text);
+        }
+    }
+
+    @Test
+    void theServerPlansTheDeletingStatements() {
+        Map<String, Object[]> binds = everyStatementWithBinds();
+        for (String field : List.of("completeKeys", "completeAndClaim")) {
+            List<String> plan = explain(statement(deleting, field), binds.get(field));
+            assertTrue(String.join("\n", plan).contains("Delete on " + Queues.table(prefix)), field + ":\n" + plan);
+        }
+        assertFalse(explain(deleting.completeKeys, "q", new String[0]).isEmpty());
+        assertFalse(explain(deleting.completeAndClaim, "q", 0, 10, 30_000_000L, new String[0]).isEmpty());
     }
 
     @Test
@@ -197,7 +233,8 @@ class SqlExplainIT {
         // A table of its own holding one queue, as most deployments have: the estimates then say
         // the queue is the whole table, which is what tempts a generic plan into a scan of it.
         String ownPrefix = TestDatabase.createTable();
-        Sql ownSql = new Sql(ownPrefix, false);
+        Sql ownSql = new Sql(ownPrefix, false, false);
+        Sql ownDeleting = new Sql(ownPrefix, false, true);
         String table = ownPrefix + "_work_queue_items";
         String queue = TestDatabase.uniqueName("generic");
         TestDatabase.queryStrings("INSERT INTO " + table + " (queue_name, item_key, completed_at)"
@@ -211,7 +248,10 @@ class SqlExplainIT {
                 "completeAndClaim", genericPlan(ownSql.completeAndClaim, "text, int, int, bigint, text[]",
                         q + ", 0, 100, 30000000, '{g1,g3}'"),
                 "reapCompleted", genericPlan(ownSql.reapCompleted, "text, bigint, int", q + ", 3600000000, 1000"),
-                "completeKeys", genericPlan(ownSql.completeKeys, "text, text[]", q + ", '{g1,g3}'"));
+                "completeKeys", genericPlan(ownSql.completeKeys, "text, text[]", q + ", '{g1,g3}'"),
+                "completeKeys (deleting)", genericPlan(ownDeleting.completeKeys, "text, text[]", q + ", '{g1,g3}'"),
+                "completeAndClaim (deleting)", genericPlan(ownDeleting.completeAndClaim, "text, int, int, bigint, text[]",
+                        q + ", 0, 100, 30000000, '{g1,g3}'"));
 
         plans.forEach((name, plan) -> {
             String text = String.join("\n", plan);

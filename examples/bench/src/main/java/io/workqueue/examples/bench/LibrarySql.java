@@ -6,7 +6,8 @@ import java.lang.reflect.Field;
 /**
  * The exact statements the library issues, read from its package-private {@code Sql} class by
  * reflection, so baselines run the library's own text (the enqueue baselines bind it directly; the
- * pgbench scripts are checked against it).
+ * pgbench scripts are checked against it). They are rendered as for a queue with the defaults: no
+ * notification, and completed rows kept until reaped.
  */
 final class LibrarySql {
     final String claimDue;
@@ -24,9 +25,9 @@ final class LibrarySql {
     static LibrarySql forPrefix(String prefix) {
         try {
             Class<?> type = Class.forName("io.workqueue.postgres.Sql");
-            Constructor<?> constructor = type.getDeclaredConstructor(String.class, boolean.class);
+            Constructor<?> constructor = type.getDeclaredConstructor(String.class, boolean.class, boolean.class);
             constructor.setAccessible(true);
-            return new LibrarySql(constructor.newInstance(prefix, false));
+            return new LibrarySql(constructor.newInstance(prefix, false, false));
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot read the library's statements (io.workqueue.postgres.Sql)", e);
         }
