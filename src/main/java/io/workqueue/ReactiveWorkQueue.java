@@ -140,9 +140,9 @@ public interface ReactiveWorkQueue<K> {
     Flux<Item<K>> claimStream(Duration lease, Duration poll);
 
     /**
-     * Marks items completed (kept until reaped), drops their leases and clears their last errors.
-     * Unknown and already-completed keys are ignored; idempotent. Emits how many items this call
-     * completed.
+     * Marks items completed (kept until reaped), drops their leases and clears their last errors;
+     * with {@link WorkQueueConfig#deleteOnComplete()} it deletes their rows instead. Unknown and
+     * already-completed keys are ignored; idempotent. Emits how many items this call completed.
      *
      * <p>Group-committed like {@link #enqueue(Collection)}: concurrent completes on this instance are
      * merged into one lock-ordered statement, with one in flight at a time, so many workers

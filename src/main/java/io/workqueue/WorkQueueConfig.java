@@ -29,6 +29,29 @@ import java.util.Objects;
  *                        least one millisecond
  * @param enqueueTimeout  how long one group-committed write (the merged enqueue upsert, or the
  *                        merged complete) may take before every caller in its batch fails; positive
+ * @param deleteOnComplete whether completing an item deletes its row at once instead of marking it
+ *                        completed and keeping it for {@code retention}; {@code false} by default.
+ *                        Opt-in, because it trades history for speed: completing costs one row
+ *                        delete instead of a row update now and the reaper's delete later. When
+ *                        it is {@code true}:
+ *                        <ul>
+ *                        <li>{@code complete} and {@code completeAndClaim} delete the rows they
+ *                        complete; what they count is unchanged: the items this call completed
+ *                        (unknown and already-completed keys are still ignored, so completing
+ *                        twice counts 0 the second time).
+ *                        <li>{@code retention} and {@code reap()} only matter for rows completed
+ *                        before the mode was switched on; {@code reap()} finds nothing else.
+ *                        <li>{@code stats().completed} stays 0 (it counts only such older rows
+ *                        until they are reaped); {@code pending} drops as items complete.
+ *                        <li>Re-enqueueing a key after it completed inserts it afresh: the new
+ *                        priority and delay, attempts 0, no last error, which is what the restart
+ *                        of a kept completed row gives too.
+ *                        <li>Lost: there is no completed history, so nothing to inspect or count
+ *                        after the fact, and no completed row to tell a finished key from one
+ *                        never enqueued.
+ *                        </ul>
+ *                        Instances of one queue may differ in this setting (as during a rolling
+ *                        switch): each completes in its own way and every other rule still holds.
  */
 public record WorkQueueConfig(
         String name,
@@ -40,7 +63,8 @@ public record WorkQueueConfig(
         int reapBatchSize,
         int writeAttempts,
         Duration minWakeInterval,
-        Duration enqueueTimeout) {
+        Duration enqueueTimeout,
+        boolean deleteOnComplete) {
 
     /** The longest queue name accepted, in characters. */
     public static final int MAX_NAME_LENGTH = 512;
@@ -95,7 +119,8 @@ public record WorkQueueConfig(
                 .reapBatchSize(reapBatchSize)
                 .writeAttempts(writeAttempts)
                 .minWakeInterval(minWakeInterval)
-                .enqueueTimeout(enqueueTimeout);
+                .enqueueTimeout(enqueueTimeout)
+                .deleteOnComplete(deleteOnComplete);
     }
 
     private static void requireAtLeast(String field, int value, int least) {
@@ -125,6 +150,7 @@ public record WorkQueueConfig(
         private int writeAttempts = 3;
         private Duration minWakeInterval = Duration.ofMillis(100);
         private Duration enqueueTimeout = Duration.ofSeconds(10);
+        private boolean deleteOnComplete = false;
 
         private Builder(String name) {
             this.name = name;
@@ -185,13 +211,22 @@ public record WorkQueueConfig(
         }
 
         /**
+         * Whether completing an item deletes its row instead of keeping it until reaped; default
+         * {@code false}. See {@link WorkQueueConfig} for what it buys and what it costs.
+         */
+        public Builder deleteOnComplete(boolean deleteOnComplete) {
+            this.deleteOnComplete = deleteOnComplete;
+            return this;
+        }
+
+        /**
          * The configuration.
          *
          * @throws InvalidConfigException naming the first field that is out of range
          */
         public WorkQueueConfig build() {
             return new WorkQueueConfig(name, tablePrefix, notifyChannel, retention, maxAttempts,
-                    maxClaimBatch, reapBatchSize, writeAttempts, minWakeInterval, enqueueTimeout);
+                    maxClaimBatch, reapBatchSize, writeAttempts, minWakeInterval, enqueueTimeout, deleteOnComplete);
         }
 
         @Override

@@ -2,6 +2,7 @@ package io.workqueue;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -44,6 +45,7 @@ class WorkQueueConfigTest {
         assertEquals(3, config.writeAttempts());
         assertEquals(Duration.ofMillis(100), config.minWakeInterval());
         assertEquals(Duration.ofSeconds(10), config.enqueueTimeout());
+        assertFalse(config.deleteOnComplete(), "completed rows are kept until reaped unless asked otherwise");
     }
 
     @Test
@@ -58,10 +60,21 @@ class WorkQueueConfigTest {
                 .writeAttempts(1)
                 .minWakeInterval(Duration.ofMillis(1))
                 .enqueueTimeout(Duration.ofMillis(250))
+                .deleteOnComplete(true)
                 .build();
         assertEquals(new WorkQueueConfig("emails", "ddb", "work_ready", Duration.ofSeconds(1), 5, 1, 1, 1,
-                Duration.ofMillis(1), Duration.ofMillis(250)), config);
+                Duration.ofMillis(1), Duration.ofMillis(250), true), config);
         assertEquals(config, config.toBuilder().build());
+    }
+
+    @Test
+    void deleteOnCompleteSurvivesToBuilderEitherWay() {
+        for (boolean deleteOnComplete : new boolean[] {true, false}) {
+            WorkQueueConfig config = builder().deleteOnComplete(deleteOnComplete).build();
+            assertEquals(deleteOnComplete, config.deleteOnComplete());
+            assertEquals(deleteOnComplete, config.toBuilder().build().deleteOnComplete());
+            assertEquals(!deleteOnComplete, config.toBuilder().deleteOnComplete(!deleteOnComplete).build().deleteOnComplete());
+        }
     }
 
     // ------------------------------------------------------------------ name
@@ -165,7 +178,7 @@ class WorkQueueConfigTest {
     @Test
     void theCanonicalConstructorValidatesToo() {
         InvalidConfigException e = assertThrows(InvalidConfigException.class, () -> new WorkQueueConfig(
-                "q", "", "", Duration.ofHours(1), 0, 500, 0, 3, Duration.ofMillis(100), Duration.ofSeconds(10)));
+                "q", "", "", Duration.ofHours(1), 0, 500, 0, 3, Duration.ofMillis(100), Duration.ofSeconds(10), false));
         assertMentions(e, "reapBatchSize", "0");
     }
 

@@ -78,7 +78,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         this.codec = codec;
         this.timer = timer;
         this.metrics = metrics;
-        this.sql = new Sql(config.tablePrefix(), !config.notifyChannel().isEmpty(), false);
+        this.sql = new Sql(config.tablePrefix(), !config.notifyChannel().isEmpty(), config.deleteOnComplete());
         this.enqueues = new GroupCommit<>(config.name(), "enqueue", GroupCommit.withoutResults(this::writeMerged),
                 config.enqueueTimeout(), timer);
         this.completions = new GroupCommit<>(config.name(), "complete", this::completeMerged,

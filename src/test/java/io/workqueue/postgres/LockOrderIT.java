@@ -9,6 +9,7 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.R2dbcException;
 import io.workqueue.Entry;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueConfig;
 import io.workqueue.internal.SqlStates;
 import io.workqueue.testing.Queues;
 import io.workqueue.testing.RowLock;
@@ -24,9 +25,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.UnaryOperator;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
@@ -49,13 +53,16 @@ class LockOrderIT {
 
     // ---------------------------------------------------------------- the stress
 
-    @Test
-    void overlappingWritersInOppositeOrdersNeverDeadlock() {
+    /** Completing by marking rows and by deleting them reach the rows through the same lock order. */
+    @ParameterizedTest(name = "deleteOnComplete = {0}")
+    @ValueSource(booleans = {false, true})
+    void overlappingWritersInOppositeOrdersNeverDeadlock(boolean deleteOnComplete) {
         String name = TestDatabase.uniqueName("stress");
         // No retries: a deadlock would surface instead of being absorbed.
-        ReactiveWorkQueue<String> one = Queues.over(TestDatabase.pool(), prefix, name, c -> c.writeAttempts(1));
+        UnaryOperator<WorkQueueConfig.Builder> config = c -> c.writeAttempts(1).deleteOnComplete(deleteOnComplete);
+        ReactiveWorkQueue<String> one = Queues.over(TestDatabase.pool(), prefix, name, config);
         // A second instance of the same queue has its own group commit, so two upserts overlap.
-        ReactiveWorkQueue<String> two = Queues.over(TestDatabase.pool(), prefix, name, c -> c.writeAttempts(1));
+        ReactiveWorkQueue<String> two = Queues.over(TestDatabase.pool(), prefix, name, config);
         List<String> keys = IntStream.range(0, 40).mapToObj(i -> String.format("k%02d", i)).toList();
         List<String> ascending = keys;
         List<String> descending = new ArrayList<>(keys);
@@ -144,7 +151,12 @@ class LockOrderIT {
      * writer that followed the caller's order would hold "b": NOWAIT would fail with 55P03.
      */
     private void assertTakesLocksInKeyOrder(String hint, Function<ReactiveWorkQueue<String>, Mono<?>> writer) {
-        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, hint);
+        assertTakesLocksInKeyOrder(hint, c -> c, writer);
+    }
+
+    private void assertTakesLocksInKeyOrder(String hint, UnaryOperator<WorkQueueConfig.Builder> config,
+            Function<ReactiveWorkQueue<String>, Mono<?>> writer) {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, hint, config);
         queue.enqueueKeys("a", "b").block(WAIT);
         CompletableFuture<?> write;
         try (RowLock lock = RowLock.hold(table, queue.name(), "a")) {
@@ -164,6 +176,22 @@ class LockOrderIT {
     @Test
     void completeLocksInKeyOrderWhateverTheArgumentOrder() {
         assertTakesLocksInKeyOrder("complete", q -> q.complete("b", "a"));
+    }
+
+    @Test
+    void completeAndClaimLocksInKeyOrderWhateverTheArgumentOrder() {
+        assertTakesLocksInKeyOrder("cac", q -> q.completeAndClaim(List.of("b", "a"), 10, Duration.ofMinutes(1)));
+    }
+
+    @Test
+    void completeLocksInKeyOrderWhenItDeletes() {
+        assertTakesLocksInKeyOrder("complete-deleting", c -> c.deleteOnComplete(true), q -> q.complete("b", "a"));
+    }
+
+    @Test
+    void completeAndClaimLocksInKeyOrderWhenItDeletes() {
+        assertTakesLocksInKeyOrder("cac-deleting", c -> c.deleteOnComplete(true),
+                q -> q.completeAndClaim(List.of("b", "a"), 10, Duration.ofMinutes(1)));
     }
 
     @Test
