@@ -11,6 +11,7 @@ import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.Queues;
+import io.workqueue.testing.RowLock;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,6 +19,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeAll;
@@ -77,6 +79,35 @@ class DeleteOnCompleteIT {
         assertEquals(1L, queue.complete("a").block(WAIT));
         assertEquals(0L, queue.complete("a").block(WAIT));
         assertEquals(0L, queue.complete(List.of()).block(WAIT));
+        assertEquals(0L, Queues.rows(prefix, queue));
+    }
+
+    /**
+     * The group-committed complete credits each deleted row to the first caller that named it, as
+     * it does marked rows: the merged statement still returns one row per item it completed. The
+     * first write is parked behind a row lock so the later calls merge into the next one.
+     */
+    @Test
+    void mergedCompletesEachCountTheItemsTheirOwnCallDeleted() {
+        ReactiveWorkQueue<String> queue = deleting("merged");
+        queue.enqueueKeys("blocker", "a", "b", "c").block(WAIT);
+        CompletableFuture<Long> parked;
+        CompletableFuture<Long> first;
+        CompletableFuture<Long> overlapping;
+        CompletableFuture<Long> unknown;
+        try (RowLock lock = RowLock.hold(Queues.table(prefix), queue.name(), "blocker")) {
+            parked = queue.complete("blocker").toFuture();
+            lock.awaitWaiters(1);
+            first = queue.complete("a", "b").toFuture();
+            overlapping = queue.complete("b", "c").toFuture();
+            unknown = queue.complete("nobody").toFuture();
+            lock.release();
+        }
+
+        assertEquals(1L, Mono.fromFuture(parked).block(WAIT));
+        assertEquals(2L, Mono.fromFuture(first).block(WAIT));
+        assertEquals(1L, Mono.fromFuture(overlapping).block(WAIT), "b was credited to the first caller");
+        assertEquals(0L, Mono.fromFuture(unknown).block(WAIT));
         assertEquals(0L, Queues.rows(prefix, queue));
     }
 
