@@ -44,5 +44,8 @@ classpath="$(tr ':' '\n' < examples/bench/target/classpath.txt \
     | grep -v '/io/workqueue/reactive-workqueue/' | paste -sd: -)"
 classpath="$repo/examples/bench/target/classes:$library_jar:$classpath"
 
-exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" \
+# BENCH_JAVA_OPTS adds JVM options, e.g. -XX:StartFlightRecording=filename=drain.jfr,settings=profile
+# for the allocation and CPU profile behind docs/benchmarks/ANALYSIS.md.
+# shellcheck disable=SC2086
+exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" ${BENCH_JAVA_OPTS:-} \
     -cp "$classpath" io.workqueue.examples.bench.Bench "$@"

@@ -7,7 +7,7 @@
 // Settings follow Graphile Worker's own performance page ("Quick stats" configuration):
 // concurrentJobs 24, maxPoolSize 25, localQueue.size 500 (batched fetch), completeJobBatchDelay 0
 // and failJobBatchDelay 0 (batched completion). The task is a no-op.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { makeWorkerUtils, run, runMigrations, Logger } from "graphile-worker";
 import pg from "pg";
 
@@ -47,6 +47,43 @@ await client.query("VACUUM ANALYZE graphile_worker._private_jobs");
 const queued = Number((await client.query("SELECT count(*) FROM graphile_worker._private_jobs")).rows[0].count);
 log(`added ${queued} jobs in ${addSeconds.toFixed(2)} s`);
 
+// CPU over the drain, read from /proc as the Java harness reads it (CpuMeter.java): the server is
+// every postgres process plus the postmasters' exited children; the client is this process.
+function serverCpuTicks() {
+  const stats = new Map();
+  for (const pid of readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(pid)) continue;
+    let line;
+    try {
+      line = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    const command = line.slice(line.indexOf("(") + 1, line.lastIndexOf(")"));
+    if (command !== "postgres") continue;
+    const f = line.slice(line.lastIndexOf(")") + 2).split(" ");
+    stats.set(pid, { parent: f[1], own: Number(f[11]) + Number(f[12]), children: Number(f[13]) + Number(f[14]) });
+  }
+  let ticks = 0;
+  for (const s of stats.values()) ticks += s.own + (stats.has(s.parent) ? 0 : s.children);
+  return ticks;
+}
+function machineTicks() {
+  const cpu = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const all = cpu.reduce((a, b) => a + b, 0);
+  return { all, busy: all - cpu[3] - cpu[4] };
+}
+let cpuAvailable = true;
+let serverBefore = 0;
+let machineBefore = { all: 0, busy: 0 };
+try {
+  serverBefore = serverCpuTicks();
+  machineBefore = machineTicks();
+} catch {
+  cpuAvailable = false;
+}
+const clientBefore = process.cpuUsage();
+
 let completed = 0;
 let done;
 const allDone = new Promise((resolve) => (done = resolve));
@@ -80,6 +117,14 @@ clearTimeout(timer);
 // the drain ends when stop() resolves and every completion is written.
 await runner.stop();
 const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+const clientUsage = process.cpuUsage(clientBefore);
+let serverCpuSeconds = null;
+let machineBusy = null;
+if (cpuAvailable) {
+  serverCpuSeconds = (serverCpuTicks() - serverBefore) / 100; // USER_HZ
+  const machineAfter = machineTicks();
+  machineBusy = (machineAfter.busy - machineBefore.busy) / (machineAfter.all - machineBefore.all);
+}
 const remaining = Number((await client.query("SELECT count(*) FROM graphile_worker._private_jobs")).rows[0].count);
 await client.end();
 const drained = queued - remaining;
@@ -99,4 +144,7 @@ process.stdout.write(JSON.stringify({
   add_seconds: addSeconds,
   add_items_per_s: n / addSeconds,
   add_chunk: addChunk,
+  server_cpu_us_per_item: serverCpuSeconds === null || drained === 0 ? null : (serverCpuSeconds * 1e6) / drained,
+  client_cpu_us_per_item: drained === 0 ? null : (clientUsage.user + clientUsage.system) / drained,
+  machine_busy: machineBusy,
 }) + "\n");

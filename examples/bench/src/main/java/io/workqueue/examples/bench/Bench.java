@@ -199,6 +199,8 @@ public final class Bench {
         if (drainMedians != null) {
             tables.add(drainTable(o, drainMedians, peer));
             tables.get(tables.size() - 1).print();
+            tables.add(cpuTable(o, results, peer));
+            tables.get(tables.size() - 1).print();
             drainTargets(o, drainMedians, peer, targets);
             drainChart(o, drainMedians, peer);
         } else if (peer != null) {
@@ -267,6 +269,11 @@ public final class Bench {
         combined.put("drain_items_per_s", ok.stream().mapToDouble(r -> num(r, "drain_items_per_s")).average().orElse(Double.NaN));
         combined.put("add_items_per_s", ok.stream().mapToDouble(r -> num(r, "add_items_per_s")).average().orElse(Double.NaN));
         combined.put("drain_items_per_s_each", ok.stream().map(r -> Math.round(num(r, "drain_items_per_s"))).toList());
+        for (String cpu : List.of("server_cpu_us_per_item", "client_cpu_us_per_item", "machine_busy")) {
+            if (ok.stream().allMatch(r -> r.get(cpu) instanceof Number)) {
+                combined.put(cpu, ok.stream().mapToDouble(r -> num(r, cpu)).average().orElse(Double.NaN));
+            }
+        }
         return combined;
     }
 
@@ -314,6 +321,10 @@ public final class Bench {
             row.put("emptied", run.emptied());
             row.put("row_updates", run.updates());
             row.put("hot_updates", run.hotUpdates());
+            double[] perItem = run.cpu().microsPerItem(run.items());
+            row.put("server_cpu_us_per_item", round(perItem[0], 1));
+            row.put("client_cpu_us_per_item", round(perItem[1], 1));
+            row.put("machine_busy", round(run.cpu().machineBusy(), 3));
             Drain.Plans plans = run.plans();
             row.put("claim_generic_plans", plans.claimGeneric());
             row.put("claim_custom_plans", plans.claimCustom());
@@ -340,10 +351,75 @@ public final class Bench {
             }
             medians.put(mode.id, byCell);
         }
+        drain.put("cpu_at_target_cell", cpuAtTargetCell(o, runs));
         drain.put("median_items_per_s", medians.entrySet().stream().collect(Collectors.toMap(Map.Entry::getKey,
                 e -> e.getValue().entrySet().stream().collect(Collectors.toMap(Map.Entry::getKey, x -> Math.round(x.getValue()),
                         (a, b) -> a, LinkedHashMap::new)), (a, b) -> a, LinkedHashMap::new)));
         return medians;
+    }
+
+    /** The cell the targets are judged on: W = target workers, B = 100 (or the largest batch). */
+    private static int targetBatch(Options o) {
+        return o.batches.contains(100) ? 100 : o.batches.get(o.batches.size() - 1);
+    }
+
+    /** Per mode, at the target cell, the medians of items/s and of CPU µs per item (server, client) and machine busy. */
+    private static Map<String, Map<String, Object>> cpuAtTargetCell(Options o, List<Drain.Run> runs) {
+        Map<String, Map<String, Object>> byMode = new LinkedHashMap<>();
+        for (Drain.Mode mode : Drain.Mode.values()) {
+            List<Drain.Run> cell = runs.stream().filter(r -> r.mode() == mode && r.workers() == o.targetWorkers
+                    && r.batch() == targetBatch(o) && !Double.isNaN(r.cpu().serverSeconds())).toList();
+            if (cell.isEmpty()) {
+                continue;
+            }
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("label", mode.label);
+            row.put("items_per_s", Math.round(Percentiles.median(cell.stream().map(Drain.Run::itemsPerSecond).toList())));
+            row.put("server_cpu_us_per_item", round(Percentiles.median(
+                    cell.stream().map(r -> r.cpu().microsPerItem(r.items())[0]).toList()), 1));
+            row.put("client_cpu_us_per_item", round(Percentiles.median(
+                    cell.stream().map(r -> r.cpu().microsPerItem(r.items())[1]).toList()), 1));
+            row.put("machine_busy", round(Percentiles.median(cell.stream().map(r -> r.cpu().machineBusy()).toList()), 3));
+            byMode.put(mode.id, row);
+        }
+        return byMode;
+    }
+
+    /**
+     * Where the CPU goes at the target cell: server and client CPU per item, for each mode and for
+     * the peer. With every core busy, items/s is bounded by cores ÷ (server + client) per item.
+     */
+    @SuppressWarnings("unchecked")
+    private static Table cpuTable(Options o, Map<String, Object> results, Map<String, Object> peer) {
+        Map<String, Object> drain = (Map<String, Object>) results.get("drain");
+        Map<String, Map<String, Object>> byMode = (Map<String, Map<String, Object>>) drain.get("cpu_at_target_cell");
+        int cores = Runtime.getRuntime().availableProcessors();
+        Table t = new Table(String.format(Locale.ROOT, "1b. Where the CPU goes (W=%d B=%d, medians)", o.targetWorkers, targetBatch(o)),
+                "mode", "items/s", "server CPU µs/item", "client CPU µs/item", "machine busy",
+                "bound: " + cores + " cores ÷ (server + client)");
+        List<Map<String, Object>> rows = new ArrayList<>(byMode.values());
+        if (peer != null && !Boolean.TRUE.equals(peer.get("skipped")) && peer.get("server_cpu_us_per_item") != null) {
+            Map<String, Object> graphile = new LinkedHashMap<>();
+            graphile.put("label", "Graphile Worker " + peer.get("version") + " (concurrency " + peer.get("concurrency") + ")");
+            graphile.put("items_per_s", num(peer, "drain_items_per_s"));
+            graphile.put("server_cpu_us_per_item", num(peer, "server_cpu_us_per_item"));
+            graphile.put("client_cpu_us_per_item", num(peer, "client_cpu_us_per_item"));
+            graphile.put("machine_busy", num(peer, "machine_busy"));
+            rows.add(graphile);
+        }
+        for (Map<String, Object> row : rows) {
+            double server = num(row, "server_cpu_us_per_item");
+            double client = num(row, "client_cpu_us_per_item");
+            t.row(row.get("label"), Table.rate(num(row, "items_per_s")), String.format(Locale.ROOT, "%.1f", server),
+                    String.format(Locale.ROOT, "%.1f", client),
+                    String.format(Locale.ROOT, "%.0f%%", 100 * num(row, "machine_busy")),
+                    Table.rate(cores * 1e6 / (server + client)));
+        }
+        t.note("CPU from /proc: server = every postgres process plus the backends that exited during the run"
+                + " (accounted to the postmaster); client = the benchmark JVM with pgbench as its waited-for child, or"
+                + " the Node process for Graphile Worker (its drain phase only). pgbench's client work is C and tiny, so"
+                + " its row is close to the server-only cost of the same statements.");
+        return t;
     }
 
     private static String cell(int w, int b) {
@@ -388,7 +464,7 @@ public final class Bench {
     private static void drainTargets(Options o, Map<String, Map<String, Double>> m, Map<String, Object> peer,
             List<Map<String, Object>> targets) {
         int w = o.targetWorkers;
-        int b = o.batches.contains(100) ? 100 : o.batches.get(o.batches.size() - 1);
+        int b = targetBatch(o);
         String c = cell(w, b);
         double process = m.get("process").get(c);
         double loop = m.get("claim_complete_loop").get(c);

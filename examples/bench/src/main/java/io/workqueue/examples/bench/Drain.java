@@ -64,7 +64,7 @@ final class Drain {
      * entries.
      */
     record Run(Mode mode, int workers, int batch, int repeat, long items, double seconds, boolean emptied,
-            long updates, long hotUpdates, Plans plans) {
+            long updates, long hotUpdates, Plans plans, CpuMeter.Use cpu) {
         double itemsPerSecond() {
             return seconds > 0 ? items / seconds : 0;
         }
@@ -132,9 +132,11 @@ final class Drain {
         long[] updatesBefore = db.updates(table);
         double start = serverNow();
         Plans[] plans = {Plans.NONE};
+        CpuMeter.Snapshot cpuBefore = CpuMeter.take();
         long clientCount = mode.pgbench()
                 ? runPgbench(mode, workers, batch, capSeconds)
                 : runLibrary(mode, workers, batch, n, capSeconds, plans);
+        CpuMeter.Use cpu = CpuMeter.take().since(cpuBefore);
         List<double[]> measured = db.query("SELECT count(*)::float8, coalesce(extract(epoch FROM max(completed_at))::float8, 0)"
                 + " FROM " + table + " WHERE queue_name = '" + QUEUE + "' AND completed_at IS NOT NULL",
                 row -> new double[] {row.get(0, Double.class), row.get(1, Double.class)});
@@ -142,10 +144,13 @@ final class Drain {
         double seconds = items == 0 ? 0 : measured.get(0)[1] - start;
         long[] updatesAfter = db.updates(table);
         Run run = new Run(mode, workers, batch, repeat, items, seconds, items >= n,
-                updatesAfter[0] - updatesBefore[0], updatesAfter[1] - updatesBefore[1], plans[0]);
-        System.out.printf(Locale.ROOT, "  %sdrain W=%-2d B=%-3d %-46s %8d items in %6.2f s = %9.0f items/s, HOT %3.0f%%%s%n",
+                updatesAfter[0] - updatesBefore[0], updatesAfter[1] - updatesBefore[1], plans[0], cpu);
+        double[] perItem = cpu.microsPerItem(items);
+        System.out.printf(Locale.ROOT, "  %sdrain W=%-2d B=%-3d %-46s %8d items in %6.2f s = %9.0f items/s, HOT %3.0f%%,"
+                        + " CPU µs/item server %5.1f client %5.1f, machine %3.0f%% busy%s%n",
                 repeat == 0 ? "(warm-up) " : "", workers, batch, mode.label, items, seconds, run.itemsPerSecond(),
-                run.updates() == 0 ? 0.0 : 100.0 * run.hotUpdates() / run.updates(),
+                run.updates() == 0 ? 0.0 : 100.0 * run.hotUpdates() / run.updates(), perItem[0], perItem[1],
+                100 * cpu.machineBusy(),
                 mode.pgbench() || clientCount == items ? "" : " (client counted " + clientCount + ")");
         if (!mode.pgbench()) {
             System.out.println("      plans: " + plans[0].describe());
