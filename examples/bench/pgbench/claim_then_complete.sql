@@ -6,8 +6,9 @@
 -- completeKeys) rendered for the table prefix "bench_drain"; the harness checks on every run that
 -- they still match the library's text. Parameters become pgbench variables: $1 queue -> :queue,
 -- $2 attempt limit -> :max_attempts, $3 limit -> :batch, $4 lease -> :lease_us, the keys array ->
--- :keys. The one change: pgbench's \gset keeps a single row, so the claim's final SELECT is wrapped
--- in array_agg to carry the leased keys to the complete statement.
+-- :keys. The one change: the claim's one-row result is wrapped in a SELECT that keeps just the
+-- leased keys (an empty array, not NULL, when nothing was leased), which \gset carries to the
+-- complete statement.
 --
 --   pgbench -n -M prepared -c W -j W -T secs -D queue=drain -D batch=B -f claim_then_complete.sql bench
 \set max_attempts 0
@@ -32,10 +33,15 @@ leased AS (
         AND q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
 )
-SELECT coalesce(array_agg(item_key), '{}') AS keys FROM
-(SELECT item_key, priority, attempts, reclaimed, NULL::bigint AS completed
+SELECT coalesce(keys, '{}') AS keys FROM (
+SELECT
+    array_agg(item_key ORDER BY priority DESC, available_at, item_key) AS keys,
+    array_agg(priority ORDER BY priority DESC, available_at, item_key) AS priorities,
+    array_agg(attempts ORDER BY priority DESC, available_at, item_key) AS attempts,
+    array_agg(reclaimed ORDER BY priority DESC, available_at, item_key) AS reclaimed,
+    0::bigint AS completed
 FROM leased
-ORDER BY priority DESC, available_at, item_key) AS claimed
+) AS claimed
 \gset
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key
@@ -44,8 +50,14 @@ WITH target AS MATERIALIZED (
     ORDER BY item_key
     FOR UPDATE
 )
-UPDATE bench_drain_work_queue_items AS q
-SET completed_at = now(), lease_until = 'epoch', last_error = NULL
-FROM target
-WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-RETURNING q.item_key;
+,
+done AS (
+    UPDATE bench_drain_work_queue_items AS q
+    SET completed_at = now(), lease_until = 'epoch', last_error = NULL
+    FROM target
+    WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+    RETURNING q.item_key
+)
+SELECT count(*) AS completed,
+    CASE WHEN count(*) < cardinality(:keys::text[]) THEN array_agg(item_key) END AS completed_keys
+FROM done;

@@ -6,8 +6,8 @@
 -- table prefix "bench_drain"; the harness checks on every run that it still matches the library's
 -- text. Parameters become pgbench variables: $1 queue -> :queue, $2 attempt limit ->
 -- :max_attempts, $3 limit -> :batch, $4 lease -> :lease_us, $5 keys to complete -> :keys. The one
--- change: pgbench's \gset keeps a single row, so the final SELECT (the leased rows plus the count
--- row) is wrapped in array_agg, which carries the leased keys to this client's next run.
+-- change: the one-row result is wrapped in a SELECT that keeps just the leased keys (an empty array,
+-- not NULL, when nothing was leased), which \gset carries to this client's next run.
 --
 --   pgbench -n -M prepared -c W -j W -T secs -D queue=drain -D batch=B -D keys={} -f complete_and_claim.sql bench
 \set max_attempts 0
@@ -47,11 +47,13 @@ leased AS (
         AND q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
 )
-SELECT coalesce(array_agg(item_key) FILTER (WHERE item_key IS NOT NULL), '{}') AS keys FROM (
-(SELECT item_key, priority, attempts, reclaimed, NULL::bigint AS completed
+SELECT coalesce(keys, '{}') AS keys FROM (
+SELECT
+    array_agg(item_key ORDER BY priority DESC, available_at, item_key) AS keys,
+    array_agg(priority ORDER BY priority DESC, available_at, item_key) AS priorities,
+    array_agg(attempts ORDER BY priority DESC, available_at, item_key) AS attempts,
+    array_agg(reclaimed ORDER BY priority DESC, available_at, item_key) AS reclaimed,
+    (SELECT count(*) FROM done) AS completed
 FROM leased
-ORDER BY priority DESC, available_at, item_key)
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, (SELECT count(*) FROM done)
 ) AS claimed
 \gset

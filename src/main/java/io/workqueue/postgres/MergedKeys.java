@@ -2,9 +2,11 @@ package io.workqueue.postgres;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The arithmetic of a merged complete: many callers' keys go to the database as one array, and
@@ -24,23 +26,28 @@ final class MergedKeys {
     }
 
     /**
-     * How many of {@code completed} each caller gets, in the callers' order. A key named by two
-     * callers is credited to the first only, so the counts add up to what the statement completed,
-     * exactly as if the calls had run one after the other. Consumes {@code completed}.
+     * How many items each caller completed, in the callers' order. A key named by two callers is
+     * credited to the first only, so the counts add up to what the statement completed, exactly as
+     * if the calls had run one after the other.
      *
      * @param callers   each caller's distinct keys
-     * @param completed the keys the statement completed
+     * @param completed how many items the statement completed
+     * @param which     the keys it completed, or {@code null} when it completed every key named
      */
-    static List<Long> credit(List<String[]> callers, Set<String> completed) {
+    static List<Long> credit(List<String[]> callers, long completed, @Nullable Set<String> which) {
+        if (callers.size() == 1) {
+            return List.of(completed);
+        }
         List<Long> counts = new ArrayList<>(callers.size());
+        Set<String> credited = new HashSet<>();
         for (String[] keys : callers) {
-            long credited = 0;
+            long mine = 0;
             for (String key : keys) {
-                if (completed.remove(key)) {
-                    credited++;
+                if ((which == null || which.contains(key)) && credited.add(key)) {
+                    mine++;
                 }
             }
-            counts.add(credited);
+            counts.add(mine);
         }
         return counts;
     }

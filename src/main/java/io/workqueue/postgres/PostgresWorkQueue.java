@@ -25,12 +25,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
-import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
@@ -242,8 +241,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     /**
      * Runs a statement built on {@link Sql#claimDue}'s shape: $1 queue, $2 attempt limit, $3 claim
-     * limit, $4 lease, further parameters bound by {@code bindRest}. Rows with a null key carry the
-     * number of items the statement completed.
+     * limit, $4 lease, further parameters bound by {@code bindRest}. It returns one row: the leased
+     * items as parallel arrays in claim order, and the number of items it completed.
      */
     private Mono<Leased<K>> leaseDue(String statementSql, int limit, Duration lease, UnaryOperator<Statement> bindRest) {
         int batch = limit <= 0 || limit > config.maxClaimBatch() ? config.maxClaimBatch() : limit;
@@ -256,19 +255,13 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                                     .bind(2, batch)
                                     .bind(3, leaseMicros))
                             .execute())
-                    .concatMap(result -> result.map((row, meta) -> {
-                        String key = row.get(0, String.class);
-                        // The row without a key carries the completed count; the others are items.
-                        return key == null
-                                ? (Object) longValue(row.get(4, Long.class))
-                                : new Item<>(
-                                        codec.decode(key),
-                                        Objects.requireNonNull(row.get(1, Integer.class)),
-                                        Objects.requireNonNull(row.get(2, Integer.class)),
-                                        Boolean.TRUE.equals(row.get(3, Boolean.class)));
-                    }))
-                    .collectList()
-                    .map(this::leased)
+                    .concatMap(result -> result.map((row, meta) -> leased(
+                            row.get(0, String[].class),
+                            row.get(1, Integer[].class),
+                            row.get(2, Integer[].class),
+                            row.get(3, Boolean[].class),
+                            longValue(row.get(4, Long.class)))))
+                    .single()
                     .doOnNext(leased -> metrics.claimed(leased.items().size(),
                             (int) leased.items().stream().filter(Item::reclaimed).count(),
                             System.nanoTime() - start)));
@@ -278,16 +271,18 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     /** What a leasing statement returned: the items it leased and how many items it completed. */
     private record Leased<K>(List<Item<K>> items, long completed) {}
 
-    @SuppressWarnings("unchecked") // leaseDue's mapping makes every non-Long an Item<K>
-    private Leased<K> leased(List<Object> rows) {
-        List<Item<K>> items = new ArrayList<>(rows.size());
-        long completed = 0;
-        for (Object row : rows) {
-            if (row instanceof Long count) {
-                completed += count;
-            } else {
-                items.add((Item<K>) row);
-            }
+    /** Decodes the claim's row; the arrays are null when nothing was leased. */
+    private Leased<K> leased(String @Nullable [] keys, Integer @Nullable [] priorities, Integer @Nullable [] attempts,
+            Boolean @Nullable [] reclaimed, long completed) {
+        if (keys == null) {
+            return new Leased<>(List.of(), completed);
+        }
+        Objects.requireNonNull(priorities, "priorities");
+        Objects.requireNonNull(attempts, "attempts");
+        Objects.requireNonNull(reclaimed, "reclaimed");
+        List<Item<K>> items = new ArrayList<>(keys.length);
+        for (int i = 0; i < keys.length; i++) {
+            items.add(new Item<>(codec.decode(keys[i]), priorities[i], attempts[i], reclaimed[i]));
         }
         return new Leased<>(items, completed);
     }
@@ -332,12 +327,14 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                                 .bind(0, config.name())
                                 .bind(1, union)
                                 .execute())
-                        .concatMap(result -> result.map((row, meta) -> row.get(0, String.class)))
-                        .collect(Collectors.toCollection(HashSet::new))))
-                .map(completed -> {
-                    metrics.completed(completed.size());
-                    return MergedKeys.credit(callers, completed);
-                });
+                        .concatMap(result -> result.map((row, meta) -> {
+                            long count = longValue(row.get(0, Long.class));
+                            String[] some = row.get(1, String[].class);
+                            // Null: every key named was completed.
+                            return MergedKeys.credit(callers, count, some == null ? null : Set.of(some));
+                        }))
+                        .single()))
+                .doOnNext(counts -> metrics.completed(counts.stream().mapToLong(Long::longValue).sum()));
     }
 
     @Override

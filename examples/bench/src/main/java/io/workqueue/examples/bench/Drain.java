@@ -230,8 +230,10 @@ final class Drain {
                                 .execute())
                         .concatMap(result -> result.map((row, meta) -> {
                             String sql = String.valueOf(row.get(0));
-                            int kind = sql.contains("done AS (") ? 4 : sql.contains("due AS MATERIALIZED") ? 0
-                                    : sql.contains("SET completed_at = now()") ? 2 : -1;
+                            // completeAndClaim has both CTEs; claim only "due"; complete only "done".
+                            boolean claims = sql.contains("due AS MATERIALIZED");
+                            boolean completes = sql.contains("done AS (");
+                            int kind = claims ? (completes ? 4 : 0) : completes ? 2 : -1;
                             if (kind >= 0) {
                                 counts[kind] += row.get(1, Long.class);
                                 counts[kind + 1] += row.get(2, Long.class);
