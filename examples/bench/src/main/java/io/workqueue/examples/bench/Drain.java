@@ -38,7 +38,8 @@ final class Drain {
         LOOP("claim/complete loop", "claim_complete_loop"),
         STREAM("claimStream + bufferTimeout → complete", "claim_stream"),
         PGBENCH_ONE("pgbench: completeAndClaim (1 statement)", "pgbench_complete_and_claim"),
-        PROCESS("process() worker", "process");
+        PROCESS("process() worker", "process"),
+        STREAM_DELETE("claimStream + bufferTimeout → complete, deleteOnComplete", "claim_stream_delete");
 
         final String label;
         final String id;
@@ -50,6 +51,11 @@ final class Drain {
 
         boolean pgbench() {
             return this == PGBENCH_TWO || this == PGBENCH_ONE;
+        }
+
+        /** Completing deletes the row: nothing is left with a completed_at to measure by. */
+        boolean deletes() {
+            return this == STREAM_DELETE;
         }
 
         /** The pgbench script that runs the statements this mode issues. */
@@ -120,7 +126,7 @@ final class Drain {
      */
     void warmUp(int seconds) {
         System.out.println("  warming up the JVM (unrecorded runs)...");
-        for (Mode mode : List.of(Mode.LOOP, Mode.STREAM, Mode.PROCESS)) {
+        for (Mode mode : List.of(Mode.LOOP, Mode.STREAM, Mode.PROCESS, Mode.STREAM_DELETE)) {
             for (int batch : List.of(1, 100)) {
                 run(mode, 4, batch, 0, Math.min(n, 20_000), seconds);
             }
@@ -132,16 +138,26 @@ final class Drain {
         long[] updatesBefore = db.updates(table);
         double start = serverNow();
         Plans[] plans = {Plans.NONE};
+        double[] clientSeconds = {0};
         CpuMeter.Snapshot cpuBefore = CpuMeter.take();
         long clientCount = mode.pgbench()
                 ? runPgbench(mode, workers, batch, capSeconds)
-                : runLibrary(mode, workers, batch, n, capSeconds, plans);
+                : runLibrary(mode, workers, batch, n, capSeconds, plans, clientSeconds);
         CpuMeter.Use cpu = CpuMeter.take().since(cpuBefore);
-        List<double[]> measured = db.query("SELECT count(*)::float8, coalesce(extract(epoch FROM max(completed_at))::float8, 0)"
-                + " FROM " + table + " WHERE queue_name = '" + QUEUE + "' AND completed_at IS NOT NULL",
-                row -> new double[] {row.get(0, Double.class), row.get(1, Double.class)});
-        long items = (long) measured.get(0)[0];
-        double seconds = items == 0 ? 0 : measured.get(0)[1] - start;
+        long items;
+        double seconds;
+        if (mode.deletes()) {
+            // Completed rows are gone: count what is missing, and time it on the client (from the
+            // workers' start to the completion that reached n, or to the cap).
+            items = n - db.queryLong("SELECT count(*) FROM " + table + " WHERE queue_name = '" + QUEUE + "'");
+            seconds = items == 0 ? 0 : clientSeconds[0];
+        } else {
+            List<double[]> measured = db.query("SELECT count(*)::float8, coalesce(extract(epoch FROM max(completed_at))::float8, 0)"
+                    + " FROM " + table + " WHERE queue_name = '" + QUEUE + "' AND completed_at IS NOT NULL",
+                    row -> new double[] {row.get(0, Double.class), row.get(1, Double.class)});
+            items = (long) measured.get(0)[0];
+            seconds = items == 0 ? 0 : measured.get(0)[1] - start;
+        }
         long[] updatesAfter = db.updates(table);
         Run run = new Run(mode, workers, batch, repeat, items, seconds, items >= n,
                 updatesAfter[0] - updatesBefore[0], updatesAfter[1] - updatesBefore[1], plans[0], cpu);
@@ -174,14 +190,17 @@ final class Drain {
         return -1;
     }
 
-    private long runLibrary(Mode mode, int workers, int batch, int n, int capSeconds, Plans[] plans) {
+    private long runLibrary(Mode mode, int workers, int batch, int n, int capSeconds, Plans[] plans,
+            double[] clientSeconds) {
         String app = "bench-drain";
         // The stream pipelines a claim with the previous batch's completion: two statements per worker.
-        int poolSize = mode == Mode.STREAM ? 2 * workers : workers + 1;
+        int poolSize = mode == Mode.STREAM || mode == Mode.STREAM_DELETE ? 2 * workers : workers + 1;
         ConnectionPool pool = db.pool(app, poolSize);
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
-                .config(WorkQueueConfig.builder(QUEUE).tablePrefix(Pgbench.PREFIX).maxClaimBatch(Math.max(500, batch)).build())
+                .config(WorkQueueConfig.builder(QUEUE).tablePrefix(Pgbench.PREFIX).maxClaimBatch(Math.max(500, batch))
+                        .deleteOnComplete(mode.deletes()).build())
                 .build();
+        long started = System.nanoTime();
         AtomicLong completed = new AtomicLong();
         CountDownLatch finished = new CountDownLatch(1);
         java.util.function.LongConsumer count = c -> {
@@ -197,7 +216,7 @@ final class Drain {
                         .repeat()
                         .takeWhile(c -> c >= 0)
                         .subscribe(count::accept, e -> System.err.println("loop worker failed: " + e));
-                case STREAM -> queue.claimStream(LEASE, POLL)
+                case STREAM, STREAM_DELETE -> queue.claimStream(LEASE, POLL)
                         .bufferTimeout(batch, Duration.ofMillis(5), true)
                         .concatMap(items -> queue.complete(keys(items)), 1)
                         .subscribe(count::accept, e -> System.err.println("stream worker failed: " + e));
@@ -212,6 +231,7 @@ final class Drain {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        clientSeconds[0] = (System.nanoTime() - started) / 1e9;
         running.forEach(Disposable::dispose);
         Db.sleep(200); // let cancelled workers acknowledge what they finished
         plans[0] = plans(pool, poolSize);
