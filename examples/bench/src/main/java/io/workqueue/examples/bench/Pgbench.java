@@ -73,6 +73,33 @@ final class Pgbench {
     }
 
     /**
+     * Runs {@code scriptText} from one client at {@code perSecond} transactions a second (pgbench
+     * {@code -R}) for {@code seconds}, and returns pgbench's average latency in milliseconds, NaN if
+     * it reported none. Paced rather than flat out, this is what one statement costs when the client
+     * and the server sit idle between statements, as they do in the wake-latency scenario.
+     */
+    double pacedLatencyMillis(String scriptText, int perSecond, int seconds) {
+        try {
+            Path script = Files.createTempFile("pgbench-paced", ".sql");
+            Files.writeString(script, scriptText);
+            Process process = new ProcessBuilder("pgbench", "-n", "-M", "prepared",
+                    "-h", db.host, "-p", String.valueOf(db.port), "-U", db.user,
+                    "-c", "1", "-R", String.valueOf(perSecond), "-T", String.valueOf(seconds),
+                    "-f", script.toString(), db.database).redirectErrorStream(true).start();
+            String output = new String(process.getInputStream().readAllBytes());
+            process.waitFor();
+            Files.deleteIfExists(script);
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("latency average = ([0-9.]+) ms").matcher(output);
+            return m.find() ? Double.parseDouble(m.group(1)) : Double.NaN;
+        } catch (IOException e) {
+            return Double.NaN;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Double.NaN;
+        }
+    }
+
+    /**
      * Checks that the script files still run the library's statements: each piece of the library's
      * text (with its parameters renamed to the scripts' variables) must appear in the script. Returns
      * the problems found; empty means they match.

@@ -99,7 +99,9 @@ public final class WakeLatency {
         Map<String, Long> sentAt = new ConcurrentHashMap<>();
         List<Double> latencies = Collections.synchronizedList(new ArrayList<>());
         List<Double> commits = Collections.synchronizedList(new ArrayList<>());
-        int warmup = 20;
+        // Enough unrecorded rounds for the JIT to compile the enqueue, notify and claim paths: the
+        // first 20 or so run interpreted and cost several times more.
+        int warmup = 200;
         CountDownLatch done = new CountDownLatch(samples + warmup);
         Disposable worker = queue.claimStream(Duration.ofMinutes(1), mode.poll())
                 .doOnNext(item -> {
