@@ -164,6 +164,7 @@ public final class Bench {
         Path repo = Path.of(System.getProperty("bench.repo", ".")).toAbsolutePath().normalize();
         Options o = Options.parse(args, repo);
         Db db = Db.fromEnvironment(System.getProperty("bench.database", "bench"));
+        db.dropQueueTables();
         Files.createDirectories(o.out);
         long suiteStart = System.nanoTime();
 

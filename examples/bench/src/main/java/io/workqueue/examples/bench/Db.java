@@ -116,6 +116,23 @@ final class Db {
         return values.isEmpty() ? "" : values.get(0);
     }
 
+    /**
+     * Drops every queue table an earlier run left in the benchmark database, so each suite measures
+     * tables exactly as this checkout's DDL creates them (a table kept from an older DDL keeps its
+     * old storage parameters, such as fillfactor, and its bloat).
+     */
+    void dropQueueTables() {
+        List<String> tables = query("SELECT quote_ident(c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname LIKE '%work\\_queue\\_items'",
+                row -> row.get(0, String.class));
+        for (String table : tables) {
+            exec("DROP TABLE " + table);
+        }
+        if (!tables.isEmpty()) {
+            System.out.println("dropped the queue tables of earlier runs: " + String.join(", ", tables));
+        }
+    }
+
     /** Creates (idempotently) the queue table for {@code prefix}. */
     void migrate(String prefix) {
         WorkQueueMigrations.apply(plain, prefix).block();
