@@ -69,11 +69,13 @@ final class Report {
                 1. **Drain** (`Drain.java`, `examples/bench/pgbench/*.sql`): a fresh table per run, N keys inserted by SQL and
                    VACUUM ANALYZEd; W workers at batch size B drain it. Library modes: `claim(B)` then `complete(keys)` in a loop
                    per worker; `claimStream` → `bufferTimeout(B, 5 ms, fair)` → `complete` (concatMap, prefetch 1); `process()`
-                   with a no-op handler, `concurrency = claimBatch = B`. Baselines: pgbench (`-n -M prepared -c W -j W`) running
+                   with a no-op handler, `concurrency = claimBatch = B`; the `claimStream` mode again with `deleteOnComplete`.
+                   Baselines: pgbench (`-n -M prepared -c W -j W`) running
                    the library's claim + complete statements as two autocommit statements per script run, and its
                    completeAndClaim as one; the harness checks the script files against the library's `Sql` class on every run.
-                   items/s = completed rows ÷ (last `completed_at` − server clock at start), the same formula for every mode;
-                   a run stops when the queue is empty or at the cap.
+                   items/s = completed rows ÷ (last `completed_at` − server clock at start), the same formula for every mode
+                   but `deleteOnComplete` (rows gone ÷ client time to the last completion); a run stops when the queue is empty
+                   or at the cap. CPU per item: `/proc` before and after each run (`CpuMeter.java`).
                 2. **Enqueue** (`Enqueue.java`): C concurrent callers, each enqueueing one new key and the next once it has
                    committed, for a fixed time into an empty table. Baselines: the library's own upsert statement for one key per
                    call on a pool of the same size, and the same statement with 1,000 keys back to back on one connection (the
