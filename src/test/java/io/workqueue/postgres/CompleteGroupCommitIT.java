@@ -97,6 +97,33 @@ class CompleteGroupCommitIT {
     }
 
     @Test
+    void keysThatNeedQuotingInAnArrayAreCreditedExactly() {
+        // When a merged write completes fewer items than keys named, the statement returns the
+        // completed keys as a text[]; these keys only survive that round trip if quoting is right.
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "quoting");
+        List<String> awkward = List.of("NULL", "null", "a,b", "{x}", "\"quoted\"", "back\\slash", " padded ", "\u00e9t\u00e9 \ud83d\ude00");
+        List<String> all = new java.util.ArrayList<>(awkward);
+        all.add("blocker");
+        queue.enqueueKeys(all).block(WAIT);
+        Parked parked = park(queue);
+
+        List<CompletableFuture<Long>> callers = new java.util.ArrayList<>();
+        for (String key : awkward) {
+            // Each caller also names a key nobody enqueued, so the statement must list what it completed.
+            callers.add(queue.complete(key, "missing " + key).toFuture());
+        }
+        CompletableFuture<Long> again = queue.complete(awkward).toFuture(); // every key named already, later
+
+        parked.lock().release();
+        assertEquals(1L, await(parked.write()));
+        for (CompletableFuture<Long> caller : callers) {
+            assertEquals(1L, await(caller), "each caller completed its own awkward key");
+        }
+        assertEquals(0L, await(again), "a key named by an earlier caller is credited to that caller");
+        assertEquals(0L, queue.stats().block(WAIT).pending());
+    }
+
+    @Test
     void manyConcurrentSingleKeyCompletesShareFarFewerTransactionsThanCalls() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "thousand");
         List<String> keys = IntStream.range(0, 1000).mapToObj(i -> "k" + i).toList();
