@@ -25,9 +25,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
 import org.jspecify.annotations.Nullable;
@@ -331,7 +331,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                             long count = longValue(row.get(0, Long.class));
                             String[] some = row.get(1, String[].class);
                             // Null: every key named was completed.
-                            return MergedKeys.credit(callers, count, some == null ? null : Set.of(some));
+                            return MergedKeys.credit(callers, count, some == null ? null : new HashSet<>(Arrays.asList(some)));
                         }))
                         .single()))
                 .doOnNext(counts -> metrics.completed(counts.stream().mapToLong(Long::longValue).sum()));
