@@ -95,11 +95,7 @@ public final class GroupCommit<T, R> {
         synchronized (emitLock) {
             if (closing == null) {
                 closed = true;
-                // A marker with no payload: it completes when the batch it rides in finishes, and
-                // every earlier submission rode in that batch or an earlier one.
-                Submission<T, R> marker = new Submission<>(null, Sinks.one());
-                emit(marker);
-                closing = marker.done().asMono().then().onErrorResume(e -> Mono.empty()).cache();
+                closing = emitFlushMarker().cache();
             }
             return closing;
         }
@@ -110,10 +106,18 @@ public final class GroupCommit<T, R> {
      * not), without refusing later submissions. Starts at the call, like {@link #close()}.
      */
     public Mono<Void> flush() {
-        Submission<T, R> marker = new Submission<>(null, Sinks.one());
         synchronized (emitLock) {
-            emit(marker);
+            return emitFlushMarker();
         }
+    }
+
+    /**
+     * Emits a marker with no payload; the returned {@code Mono} completes when the batch it rides in
+     * finishes, and every earlier submission rode in that batch or an earlier one. Hold emitLock.
+     */
+    private Mono<Void> emitFlushMarker() {
+        Submission<T, R> marker = new Submission<>(null, Sinks.one());
+        emit(marker);
         return marker.done().asMono().then().onErrorResume(e -> Mono.empty());
     }
 

@@ -1,6 +1,7 @@
 package io.workqueue.postgres;
 
 import io.workqueue.migrations.WorkQueueMigrations;
+import java.util.function.IntFunction;
 
 /**
  * Every statement the queue issues, rendered once per queue instance: for its table, and for how it
@@ -86,7 +87,8 @@ final class Sql {
      */
     Sql(String tablePrefix, boolean notify, boolean deleteOnComplete) {
         this.table = WorkQueueMigrations.tableName(tablePrefix);
-        // The one rendering of completing the rows "target" locked, for both completing statements.
+        // The one rendering of completing, for both completing statements: "target" locks the named
+        // pending rows in key order, "done" marks them completed (or deletes them), a row per item.
         String completeTarget = (deleteOnComplete ? DELETE_TARGET.formatted(table) : """
                 UPDATE %1$s AS q
                 %2$s
@@ -95,6 +97,8 @@ final class Sql {
                 """.formatted(table, COMPLETE)) + """
                 RETURNING q.item_key
                 """;
+        IntFunction<String> completing = keysParameter -> lockedKeys(keysParameter, "AND completed_at IS NULL")
+                + ",\ndone AS (\n" + completeTarget.indent(4) + ")";
         String upsert = """
                 -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
                 -- upserts lock in the one total order every writer uses. The caller has merged
@@ -136,25 +140,20 @@ final class Sql {
                 -- skips the keys being completed: one statement sees one snapshot, in which they
                 -- still look due.
                 WITH %1$s,
-                done AS (
-                %2$s),
-                %3$s
+                %2$s
                 """.formatted(
-                        lockedKeys(5, "AND completed_at IS NULL"),
-                        completeTarget.indent(4),
+                        completing.apply(5),
                         claim("AND NOT (item_key = ANY($5::text[])) AND (SELECT count(*) FROM done) >= 0",
                                 "(SELECT count(*) FROM done)")));
         this.completeKeys = compact("""
-                WITH %1$s,
-                done AS (
-                %2$s)
+                WITH %1$s
                 -- One row: how many items were completed and, only when that is fewer than the keys
                 -- named, which ones, so a merged write can credit each caller. Usually every key
                 -- completes and the count is all that crosses the wire.
                 SELECT count(*) AS completed,
                     CASE WHEN count(*) < cardinality($2::text[]) THEN array_agg(item_key) END AS completed_keys
                 FROM done
-                """.formatted(lockedKeys(2, "AND completed_at IS NULL"), completeTarget.indent(4)));
+                """.formatted(completing.apply(2)));
         this.releaseKeys = compact("WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
                 UPDATE %1$s AS q
                 SET lease_until = 'epoch',

@@ -444,7 +444,7 @@ public final class Bench {
                 double p1 = m.get("pgbench_complete_and_claim").get(c);
                 double process = m.get("process").get(c);
                 double deleting = m.get("claim_stream_delete").get(c);
-                double best = Math.max(Math.max(loop, deleting), Math.max(stream, process));
+                double best = bestLibraryMode(m, c).getValue();
                 t.row(w, b, Table.rate(p2), Table.rate(loop), Table.ratio(loop / p2), Table.rate(stream),
                         Table.ratio(stream / p2), Table.rate(p1), Table.rate(process), Table.ratio(process / p1),
                         Table.rate(deleting), Table.ratio(deleting / stream), Table.ratio(best / graphile));
@@ -467,6 +467,16 @@ public final class Bench {
         return t;
     }
 
+    /** The fastest library mode in {@code cell}: its name as the targets table prints it, and its items/s. */
+    private static Map.Entry<String, Double> bestLibraryMode(Map<String, Map<String, Double>> m, String cell) {
+        Map<String, Double> library = new LinkedHashMap<>();
+        library.put("process()", m.get("process").get(cell));
+        library.put("claim/complete loop", m.get("claim_complete_loop").get(cell));
+        library.put("claimStream", m.get("claim_stream").get(cell));
+        library.put("claimStream with deleteOnComplete", m.get("claim_stream_delete").get(cell));
+        return library.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow();
+    }
+
     private static void drainTargets(Options o, Map<String, Map<String, Double>> m, Map<String, Object> peer,
             List<Map<String, Object>> targets) {
         int w = o.targetWorkers;
@@ -474,15 +484,9 @@ public final class Bench {
         String c = cell(w, b);
         double process = m.get("process").get(c);
         double loop = m.get("claim_complete_loop").get(c);
-        double stream = m.get("claim_stream").get(c);
-        double deleting = m.get("claim_stream_delete").get(c);
-        Map<String, Double> library = new LinkedHashMap<>();
-        library.put("process()", process);
-        library.put("claim/complete loop", loop);
-        library.put("claimStream", stream);
-        library.put("claimStream with deleteOnComplete", deleting);
-        String bestMode = library.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
-        double best = library.get(bestMode);
+        Map.Entry<String, Double> bestLibrary = bestLibraryMode(m, c);
+        String bestMode = bestLibrary.getKey();
+        double best = bestLibrary.getValue();
         if (peer != null && !Boolean.TRUE.equals(peer.get("skipped"))) {
             double graphile = num(peer, "drain_items_per_s");
             targets.add(target("Drain, " + w + " workers: ≥ 2× Graphile Worker's batched drain",

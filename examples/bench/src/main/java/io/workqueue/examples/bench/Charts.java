@@ -65,15 +65,7 @@ final class Charts {
             plot = new CategoryPlot(dataset, categories, new NumberAxis(valueLabel), renderer);
         }
         style(plot);
-        for (Marker marker : markers) {
-            ValueMarker line = new ValueMarker(marker.value(), marker.color(), new BasicStroke(2f,
-                    BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
-            line.setLabel(marker.label());
-            line.setLabelFont(new Font("SansSerif", Font.PLAIN, 12));
-            line.setLabelAnchor(RectangleAnchor.TOP_LEFT);
-            line.setLabelTextAnchor(TextAnchor.BOTTOM_LEFT);
-            plot.addRangeMarker(line);
-        }
+        markers.forEach(marker -> plot.addRangeMarker(dashedLine(marker)));
         save(file, new JFreeChart(title, new Font("SansSerif", Font.BOLD, 16), plot, true), width, height);
     }
 
@@ -98,19 +90,22 @@ final class Charts {
         plot.setBackgroundPaint(Color.WHITE);
         plot.setRangeGridlinePaint(new Color(0xDDDDDD));
         plot.setDomainGridlinePaint(new Color(0xDDDDDD));
-        for (Marker marker : markers) {
-            ValueMarker line = new ValueMarker(marker.value(), marker.color(), new BasicStroke(2f,
-                    BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
-            line.setLabel(marker.label());
-            line.setLabelFont(new Font("SansSerif", Font.PLAIN, 12));
-            line.setLabelAnchor(RectangleAnchor.TOP_LEFT);
-            line.setLabelTextAnchor(TextAnchor.BOTTOM_LEFT);
-            plot.addRangeMarker(line);
-        }
+        markers.forEach(marker -> plot.addRangeMarker(dashedLine(marker)));
         save(file, new JFreeChart(title, new Font("SansSerif", Font.BOLD, 16), plot, true), width, height);
     }
 
     record Marker(double value, String label, Color color) {}
+
+    /** A marker as a labelled, dashed horizontal line across the plot. */
+    private static ValueMarker dashedLine(Marker marker) {
+        ValueMarker line = new ValueMarker(marker.value(), marker.color(), new BasicStroke(2f,
+                BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
+        line.setLabel(marker.label());
+        line.setLabelFont(new Font("SansSerif", Font.PLAIN, 12));
+        line.setLabelAnchor(RectangleAnchor.TOP_LEFT);
+        line.setLabelTextAnchor(TextAnchor.BOTTOM_LEFT);
+        return line;
+    }
 
     /** A base-10 log axis with a tick at each power of ten, labelled as plain numbers. */
     private static LogAxis logAxis(String label) {
