@@ -39,6 +39,16 @@ public interface ReactiveWorkQueue<K> {
     int MAX_KEY_LENGTH = 512;
 
     /**
+     * The longest duration the library acts on: 100 years (36,525 days), which it treats as
+     * "forever". Every duration it accepts (leases, delays, polls, back-offs, retention, timeouts)
+     * that is longer is taken as exactly this, never wrapped or refused: a lease of
+     * {@code Duration.ofMillis(Long.MAX_VALUE)} is a lease of 100 years. The cap keeps
+     * {@code now() + duration} far inside PostgreSQL's timestamp range and every timer inside
+     * Reactor's nanosecond range.
+     */
+    Duration MAX_DURATION = Duration.ofDays(36_525);
+
+    /**
      * Starts building a queue over {@code connectionFactory} (plain or pooled; a pool is strongly
      * advised) for keys of {@code keyType}.
      */
