@@ -4,7 +4,12 @@ import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
 /** Jittered exponential back-off for loops that outlive a database outage. */
-final class Backoff {
+public final class Backoff {
+    /** The first delay of a claim loop after a transient failure. */
+    public static final Duration MIN = Duration.ofMillis(100);
+    /** The longest delay of a claim loop between retries. */
+    public static final Duration MAX = Duration.ofSeconds(5);
+
     private Backoff() {}
 
     /**

@@ -2,14 +2,11 @@ package io.workqueue.internal;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntFunction;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.jspecify.annotations.Nullable;
-import reactor.core.Disposable;
-import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.FluxSink;
 import reactor.core.publisher.Mono;
@@ -19,11 +16,13 @@ import reactor.core.scheduler.Scheduler;
  * The loop behind {@code claimStream}: claim as much as downstream has asked for and not yet
  * received, emit it, and when a claim comes back short, wait for work before claiming again.
  *
- * <p>At most one claim or wait is in flight per subscription, so the outstanding demand read before
- * a claim cannot be overtaken by emissions; nothing is ever leased ahead of demand, and a slow
- * consumer holds no leases in a buffer. Transient failures (see {@link SqlStates#isTransient}) back
- * off exponentially between {@code minBackoff} and {@code maxBackoff} with jitter, reset by the
- * next successful claim; any other failure terminates the stream.
+ * <p>Runs on {@link ClaimLoop}: at most one claim or wait is in flight per subscription, so the
+ * outstanding demand read before a claim cannot be overtaken by emissions; nothing is ever leased
+ * ahead of demand, and a slow consumer holds no leases in a buffer. Transient failures (see
+ * {@link SqlStates#isTransient}) of a claim or a wait back off exponentially between
+ * {@code minBackoff} and {@code maxBackoff} with jitter, reset by the next successful claim; any
+ * other failure terminates the stream. Cancellation disposes the claim in flight (the statement is
+ * cancelled on the server, so it leases nothing) or the wait.
  *
  * @param <T> the item type
  */
@@ -60,97 +59,46 @@ public final class DemandPacedClaims<T> {
 
     /** A cold, endless stream; each subscription runs its own loop. */
     public Flux<T> flux() {
+        // ERROR, not BUFFER: the loop never emits beyond demand, and a bug that did should fail loudly.
         return Flux.create(sink -> new Loop(sink).start(), FluxSink.OverflowStrategy.ERROR);
     }
 
-    /** One subscription's state. */
-    private final class Loop {
-        private final FluxSink<T> sink;
-        private final AtomicInteger wip = new AtomicInteger();
-        /** The claim or pause in flight; assigned before it is subscribed, so nested steps win. */
-        private volatile @Nullable Disposable step;
-        private volatile boolean busy;
-        private int failures;
+    /** One subscription's state, confined to its loop's serial execution. */
+    private final class Loop extends ClaimLoop<List<T>> {
+        private final FluxSink<T> items;
+        private int wanted;
 
         Loop(FluxSink<T> sink) {
-            this.sink = sink;
+            super(DemandPacedClaims.this.name, sink, DemandPacedClaims.this.minBackoff,
+                    DemandPacedClaims.this.maxBackoff, DemandPacedClaims.this.timer);
+            this.items = sink;
         }
 
-        void start() {
-            sink.onRequest(n -> drain());
-            sink.onDispose(() -> {
-                Disposable current = step;
-                if (current != null) {
-                    current.dispose();
-                }
-            });
-        }
-
-        /** Starts a claim if none is running and there is demand; safe to call from any thread. */
-        private void drain() {
-            if (wip.getAndIncrement() != 0) {
-                return;
+        @Override
+        @Nullable Round<List<T>> nextRound(boolean waiting) {
+            long demand = items.requestedFromDownstream();
+            if (waiting || cancelled() || demand <= 0) {
+                return null;
             }
-            do {
-                if (!busy && !sink.isCancelled() && sink.requestedFromDownstream() > 0) {
-                    busy = true;
-                    int want = (int) Math.min(sink.requestedFromDownstream(), maxBatch);
-                    run(claim.apply(want).map(items -> () -> onClaimed(items, want)));
-                }
-            } while (wip.decrementAndGet() != 0);
+            wanted = (int) Math.min(demand, maxBatch);
+            return new Round<>(Mono.defer(() -> claim.apply(wanted)), true);
         }
 
-        private void onClaimed(List<T> items, int wanted) {
-            failures = 0;
-            log.debug("claim on queue {} asked for {} and leased {}", name, wanted, items.size());
-            items.forEach(sink::next);
-            if (items.size() < wanted) {
-                run(awaitWork.get().thenReturn(this::idle));
-            } else {
-                idle();
-            }
+        @Override
+        boolean roundSucceeded(List<T> leased) {
+            log.debug("claim on queue {} asked for {} and leased {}", name, wanted, leased.size());
+            leased.forEach(items::next);
+            return leased.size() < wanted;
         }
 
-        private void onError(Throwable error) {
-            if (!SqlStates.isTransient(error)) {
-                sink.error(error);
-                return;
-            }
-            failures++;
-            Duration delay = Backoff.jittered(failures, minBackoff, maxBackoff);
-            log.warn("claim on queue {} failed (attempt {}); retrying in {} ms: {}",
-                    name, failures, delay.toMillis(), error.toString());
-            run(Mono.delay(delay, timer).thenReturn(this::idle));
+        @Override
+        void roundFailed(Throwable error) {
+            // A claim carries nothing to restore: a failed one leased nothing this loop knows of.
         }
 
-        private void idle() {
-            busy = false;
-            drain();
+        @Override
+        Mono<?> awaitWork() {
+            return Mono.defer(awaitWork);
         }
-
-        /**
-         * Runs one step, tracked for cancellation. The step emits what to do next, so a step that
-         * completes synchronously still runs its continuation after {@code step} was assigned.
-         */
-        private void run(Mono<Runnable> next) {
-            BaseSubscriber<Runnable> subscriber = new BaseSubscriber<>() {
-                @Override
-                protected void hookOnNext(Runnable continuation) {
-                    continuation.run();
-                }
-
-                @Override
-                protected void hookOnError(Throwable error) {
-                    // Qualified: a bare onError(error) here is BaseSubscriber.onError, which drops it.
-                    Loop.this.onError(error);
-                }
-            };
-            step = subscriber;
-            next.subscribe(subscriber);
-            if (sink.isCancelled()) {
-                subscriber.dispose();
-            }
-        }
-
     }
 }

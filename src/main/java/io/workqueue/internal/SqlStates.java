@@ -2,7 +2,9 @@ package io.workqueue.internal;
 
 import io.r2dbc.spi.R2dbcException;
 import io.r2dbc.spi.R2dbcTransientResourceException;
+import io.workqueue.WriteTimeoutException;
 import java.io.IOException;
+import java.util.List;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
@@ -19,6 +21,10 @@ public final class SqlStates {
 
     /** Server going away under us: admin shutdown, crash shutdown, cannot connect now. */
     private static final Set<String> SERVER_GONE = Set.of("57P01", "57P02", "57P03");
+
+    /** Where the I/O failures of a connection come from (a plain {@code java.io.IOException} too). */
+    private static final List<String> TRANSPORT_PACKAGES = List.of(
+            "java.io.IOException", "java.net.", "java.nio.channels.", "io.netty.", "reactor.netty.", "io.r2dbc.");
 
     private SqlStates() {}
 
@@ -42,9 +48,15 @@ public final class SqlStates {
     }
 
     /**
-     * Whether a long-running reader (a claim stream) should back off and carry on: a retryable
-     * write, or a lost connection (SQLSTATE class 08, the server shutting down, or an I/O failure
-     * reaching it).
+     * Whether a long-running loop (a claim stream, a worker) should back off and carry on: a
+     * retryable write, a lost connection (SQLSTATE class 08, the server shutting down, or an I/O
+     * failure raised by the driver or the network stack), or a group-committed write whose commit
+     * was not confirmed in time ({@link WriteTimeoutException}: enqueues and completes are
+     * idempotent, so running them again is safe).
+     *
+     * <p>Nothing else is transient. In particular an {@link IOException} thrown by user code — a
+     * key codec whose JSON no longer matches the type, say — is a bug to report, not an outage to
+     * ride out: retrying it would only repeat it.
      */
     public static boolean isTransient(Throwable error) {
         if (isWriteRetryable(error)) {
@@ -55,11 +67,23 @@ public final class SqlStates {
             return true;
         }
         for (Throwable t = error; t != null; t = t.getCause()) {
-            if (t instanceof IOException || t instanceof R2dbcTransientResourceException) {
+            if (t instanceof WriteTimeoutException || t instanceof R2dbcTransientResourceException
+                    || (t instanceof IOException && raisedByTransport(t))) {
                 return true;
             }
             if (t.getCause() == t) {
                 break;
+            }
+        }
+        return false;
+    }
+
+    /** Whether an I/O failure comes from the JDK's network classes, Netty, Reactor Netty or R2DBC. */
+    private static boolean raisedByTransport(Throwable ioFailure) {
+        String type = ioFailure.getClass().getName();
+        for (String origin : TRANSPORT_PACKAGES) {
+            if (type.startsWith(origin)) {
+                return true;
             }
         }
         return false;

@@ -4,22 +4,21 @@ import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkerOptions;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
-import java.util.Queue;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.Objects;
+import java.util.Set;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
-import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.FluxSink;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Scheduler;
 
 /**
@@ -27,24 +26,31 @@ import reactor.core.scheduler.Scheduler;
  * item, and acknowledge successes in the next round's {@code completeAndClaim}, so a busy worker
  * pays one statement per round for completing and claiming together.
  *
- * <p>Rounds never overlap: at most one statement (or wait, or back-off) is in flight per
- * subscription. A round starts when there are free slots and downstream still wants completed
- * items, or when finished items wait for acknowledgement. After a short claim the worker waits for
- * work; a handler finishing ends that wait, since its acknowledgement is due. Failures are released
- * with the options' back-off and the error as cause. Transient database errors back off and retry,
- * keeping the unacknowledged items; other errors terminate the stream (unacknowledged items then
- * lapse and are handed out again).
+ * <p>Runs on {@link ClaimLoop}, so rounds never overlap and every piece of the worker's state is
+ * touched by one event at a time. What the worker holds, per item: <em>running</em> (its handler
+ * has not finished; it holds a slot), <em>releasing</em> (its handler failed and the release is in
+ * flight; it still holds a slot), <em>finished</em> (succeeded, waiting for the next round to
+ * acknowledge it), <em>acknowledging</em> (in the round in flight), <em>ready</em> (acknowledged,
+ * waiting for downstream demand). At most {@code concurrency} items are running or releasing, and
+ * a claim is sized so that everything that will be emitted stays within downstream demand plus
+ * {@code concurrency}: so at most {@code concurrency} completed items are ever buffered.
  *
- * <p>Cancellation stops claiming; handlers already running are not cancelled, and what they
- * finish is still completed. Items leased by a round in flight at cancellation are released
- * at once.
+ * <p>Handlers are hostile until proven otherwise: a handler that throws (anything, including an
+ * {@link Error}) or returns {@code null} fails its own item only; a back-off function that throws
+ * or returns {@code null} is replaced by {@link WorkerOptions#exponentialBackoff}; a handler still
+ * running when its lease ends is cancelled and its slot freed (the item has lapsed and belongs to
+ * whoever reclaims it). Only JVM-fatal errors ({@link Throwables#isJvmFatal}) end the stream, with that error.
+ * Transient failures of a round (a lost connection, 40001/40P01, an acknowledgement that timed out)
+ * keep the acknowledgements and back off; any other failure ends the stream, and what was not
+ * acknowledged lapses and is handed out again.
+ *
+ * <p>Cancellation stops claiming; handlers already running are not cancelled, and what they finish
+ * is still acknowledged. Items leased by a round in flight at cancellation are released at once.
  *
  * @param <K> the key type
  */
 public final class Worker<K> {
     private static final Logger log = LoggerFactory.getLogger(Worker.class);
-    private static final Duration MIN_BACKOFF = Duration.ofMillis(100);
-    private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
 
     private final ReactiveWorkQueue<K> queue;
     private final Function<Item<K>, ? extends Publisher<?>> handler;
@@ -62,171 +68,240 @@ public final class Worker<K> {
 
     /** Cold: each subscription runs its own worker, emitting each item once it is completed. */
     public Flux<Item<K>> flux() {
-        return Flux.create(sink -> new Loop(sink).start(), FluxSink.OverflowStrategy.BUFFER);
+        // ERROR, not BUFFER: the worker keeps its own bounded buffer and never emits beyond demand.
+        return Flux.create(sink -> new Loop(sink).start(), FluxSink.OverflowStrategy.ERROR);
     }
 
-    private final class Loop {
-        private final FluxSink<Item<K>> sink;
-        private final AtomicInteger wip = new AtomicInteger();
-        private final AtomicInteger running = new AtomicInteger();
-        private final Queue<Item<K>> finished = new ConcurrentLinkedQueue<>();
-        private volatile boolean roundInFlight;
-        /** Cancelled, or terminated by an error: claim nothing more, still acknowledge what finishes. */
-        private volatile boolean cancelled;
-        /** An idle wait or a back-off in progress; assigned before it is subscribed. */
-        private volatile @Nullable Disposable pause;
-        /** Whether {@link #pause} is a back-off, which nothing cuts short. */
-        private volatile boolean backingOff;
-        private int failures;
+    /** One subscription's worker; every field is confined to the loop's serial execution. */
+    private final class Loop extends ClaimLoop<List<Item<K>>> {
+        private final FluxSink<Item<K>> items;
+        private final Set<Run> running = new HashSet<>();
+        private int releasing;
+        private List<Item<K>> finished = new ArrayList<>();
+        private List<Item<K>> acknowledging = List.of();
+        private final ArrayDeque<Item<K>> ready = new ArrayDeque<>();
+        private int claimAsked;
 
         Loop(FluxSink<Item<K>> sink) {
-            this.sink = sink;
+            super(queue.name(), sink, Backoff.MIN, Backoff.MAX, timer);
+            this.items = sink;
         }
 
-        void start() {
-            sink.onRequest(n -> drain());
-            sink.onCancel(() -> {
-                cancelled = true;
-                endPause();
-                drain();
-            });
-            drain();
+        // ------------------------------------------------------------ rounds
+
+        @Override
+        void afterEvent() {
+            deliver();
         }
 
-        private void drain() {
-            if (wip.getAndIncrement() != 0) {
-                return;
+        @Override
+        @Nullable Round<List<Item<K>>> nextRound(boolean waiting) {
+            // While waiting for work only an acknowledgement is urgent; its round then claims too.
+            if (waiting && finished.isEmpty()) {
+                return null;
             }
-            do {
-                if (!roundInFlight) {
-                    startRoundIfDue();
+            int claim = claimSize();
+            if (finished.isEmpty() && claim == 0) {
+                return null;
+            }
+            acknowledging = finished;
+            finished = new ArrayList<>();
+            claimAsked = claim;
+            List<K> keys = acknowledging.stream().map(Item::key).toList();
+            Mono<List<Item<K>>> statement = claim > 0
+                    ? queue.completeAndClaim(keys, claim, options.lease())
+                    : queue.complete(keys).thenReturn(List.of());
+            // A round that acknowledges nothing can be cancelled outright: it only leases.
+            return new Round<>(statement, acknowledging.isEmpty());
+        }
+
+        /**
+         * How many items to lease now: within the free slots and the claim batch, and only as many
+         * as keep everything this worker will emit within downstream demand plus
+         * {@code concurrency}. Nothing while downstream wants nothing, or after cancellation.
+         */
+        private int claimSize() {
+            long demand = items.requestedFromDownstream();
+            if (cancelled() || demand <= 0) {
+                return 0;
+            }
+            int free = options.concurrency() - running.size() - releasing;
+            long owed = (long) running.size() + finished.size() + ready.size();
+            long room = demand >= Long.MAX_VALUE / 2 ? Long.MAX_VALUE : options.concurrency() + demand - owed;
+            return (int) Math.max(0, Math.min(room, Math.min(free, options.claimBatch())));
+        }
+
+        @Override
+        boolean roundSucceeded(List<Item<K>> leased) {
+            ready.addAll(acknowledging);
+            acknowledging = List.of();
+            if (cancelled()) {
+                releaseAtOnce(leased);
+                return false;
+            }
+            if (!leased.isEmpty()) {
+                Batch batch = new Batch();
+                for (Item<K> item : leased) {
+                    run(item, batch);
                 }
-            } while (wip.decrementAndGet() != 0);
+                batch.expireAfter(options.lease());
+            }
+            return claimAsked > 0 && leased.size() < claimAsked;
         }
 
-        private void startRoundIfDue() {
-            if (backingOff) {
-                return;
-            }
-            int free = options.concurrency() - running.get();
-            boolean claim = !cancelled && free > 0 && sink.requestedFromDownstream() > 0;
-            // While idle-waiting only an acknowledgement starts a round; it then claims too.
-            if (finished.isEmpty() && (!claim || pause != null)) {
-                return;
-            }
-            endPause();
-            List<Item<K>> acks = new ArrayList<>();
-            for (Item<K> item; (item = finished.poll()) != null; ) {
-                acks.add(item);
-            }
-            List<K> keys = acks.stream().map(Item::key).toList();
-            roundInFlight = true;
-            if (!claim) {
-                queue.complete(keys).subscribe(
-                        count -> {},
-                        error -> roundFailed(acks, error),
-                        () -> roundDone(acks, List.of(), false));
-                return;
-            }
-            int limit = Math.min(free, options.claimBatch());
-            queue.completeAndClaim(keys, limit, options.lease()).subscribe(
-                    items -> roundDone(acks, items, items.size() < limit),
-                    error -> roundFailed(acks, error));
+        @Override
+        void roundFailed(Throwable error) {
+            // Acknowledge them next round; if the failure is permanent the stream ends and they lapse.
+            finished.addAll(0, acknowledging);
+            acknowledging = List.of();
         }
 
-        private void roundDone(List<Item<K>> acks, List<Item<K>> leased, boolean shortClaim) {
-            failures = 0;
-            if (!cancelled) {
-                acks.forEach(sink::next);
-            }
-            if (cancelled && !leased.isEmpty()) {
-                // Cancelled while the claim ran: hand these back now rather than let them lapse.
-                queue.release(Duration.ZERO, null, leased.stream().map(Item::key).toList())
-                        .subscribe(null, e -> log.warn("releasing items after cancellation failed; they will lapse", e));
-            } else {
-                leased.forEach(this::handle);
-            }
-            if (shortClaim && !cancelled) {
-                pauseFor(queue.awaitWork(options.poll()));
-            }
-            roundInFlight = false;
-            drain();
+        @Override
+        Mono<?> awaitWork() {
+            return queue.awaitWork(options.poll());
         }
 
-        private void roundFailed(List<Item<K>> acks, Throwable error) {
-            if (!SqlStates.isTransient(error)) {
-                cancelled = true;
-                roundInFlight = false;
-                sink.error(error);
+        private void deliver() {
+            if (cancelled()) {
+                ready.clear();
                 return;
             }
-            finished.addAll(acks); // acknowledge them next round
-            failures++;
-            Duration delay = Backoff.jittered(failures, MIN_BACKOFF, MAX_BACKOFF);
-            log.warn("worker round on queue {} failed (attempt {}); retrying in {} ms: {}",
-                    queue.name(), failures, delay.toMillis(), error.toString());
-            backingOff = true;
-            pauseFor(Mono.delay(delay, timer));
-            roundInFlight = false;
+            while (!ready.isEmpty() && items.requestedFromDownstream() > 0) {
+                items.next(ready.poll());
+            }
         }
 
-        private void handle(Item<K> item) {
-            running.incrementAndGet();
-            Mono<Void> work;
+        /** Cancelled while the claim ran: hand these back now rather than let them lapse. */
+        private void releaseAtOnce(List<Item<K>> leased) {
+            if (leased.isEmpty()) {
+                return;
+            }
+            queue.release(Duration.ZERO, null, leased.stream().map(Item::key).toList())
+                    .subscribe(null, e -> log.warn("releasing {} items on queue {} after cancellation failed;"
+                            + " they will lapse", leased.size(), name, e));
+        }
+
+        // ------------------------------------------------------------ handlers
+
+        private void run(Item<K> item, Batch batch) {
+            Run run = new Run(item, batch);
+            running.add(run);
+            batch.runs.add(run);
+            batch.outstanding++;
+            Publisher<?> work;
             try {
-                work = Flux.from(handler.apply(item)).then();
-            } catch (RuntimeException e) {
-                work = Mono.error(e);
+                work = Objects.requireNonNull(handler.apply(item), "handler returned null");
+            } catch (Throwable error) {
+                handlerFailed(run, error);
+                return;
             }
-            work.subscribe(
+            try {
+                run.subscription = Flux.from(work).then().subscribe(
+                        null,
+                        error -> signal(() -> handlerFailed(run, error)),
+                        () -> signal(() -> handlerSucceeded(run)));
+            } catch (Throwable error) {
+                // Reactor rethrows JVM-fatal errors (and a StackOverflowError) from subscribe.
+                handlerFailed(run, error);
+            }
+        }
+
+        private void handlerSucceeded(Run run) {
+            if (settle(run)) {
+                finished.add(run.item);
+            }
+        }
+
+        private void handlerFailed(Run run, Throwable error) {
+            if (!settle(run)) {
+                return;
+            }
+            if (Throwables.isJvmFatal(error)) {
+                stop(error);
+                return;
+            }
+            releasing++;
+            queue.release(retryDelay(run.item), error, List.of(run.item.key())).then().subscribe(
                     null,
-                    error -> queue.release(options.backoff().apply(item.attempts()), error, List.of(item.key()))
-                            .subscribe(
-                                    count -> {},
-                                    releaseError -> {
-                                        log.warn("releasing {} on queue {} failed; its lease will lapse",
-                                                item.key(), queue.name(), releaseError);
-                                        handlerDone();
-                                    },
-                                    this::handlerDone),
-                    () -> {
-                        finished.add(item);
-                        handlerDone();
-                    });
+                    releaseError -> signal(() -> {
+                        releasing--;
+                        log.warn("releasing {} on queue {} failed; its lease will lapse", run.item.key(), name, releaseError);
+                    }),
+                    () -> signal(() -> releasing--));
         }
 
-        private void handlerDone() {
-            running.decrementAndGet();
-            drain();
+        /** Frees the run's slot; false if it had already settled (or outlived its lease). */
+        private boolean settle(Run run) {
+            if (!running.remove(run)) {
+                return false;
+            }
+            run.batch.settled(run);
+            return true;
         }
 
-        /** Pauses until {@code wait} ends, then resumes; a pause that was cut short resumes nothing. */
-        private void pauseFor(Mono<?> wait) {
-            BaseSubscriber<Object> subscriber = new BaseSubscriber<>() {
-                @Override
-                protected void hookOnError(Throwable error) {
-                    // A failed wait only ends the wait; the next round will meet any real problem.
+        /** The options' back-off for this item, or the default one if the function misbehaves. */
+        private Duration retryDelay(Item<K> item) {
+            try {
+                Duration delay = options.backoff().apply(item.attempts());
+                if (delay != null) {
+                    return delay;
                 }
+                log.warn("back-off function returned null for {} attempts on queue {}; using the default back-off",
+                        item.attempts(), name);
+            } catch (Throwable error) {
+                if (Throwables.isJvmFatal(error)) {
+                    throw error;
+                }
+                log.warn("back-off function threw for {} attempts on queue {}; using the default back-off",
+                        item.attempts(), name, error);
+            }
+            return WorkerOptions.exponentialBackoff(item.attempts());
+        }
 
-                @Override
-                protected void hookFinally(SignalType type) {
-                    if (type != SignalType.CANCEL && pause == this) {
-                        pause = null;
-                        backingOff = false;
-                        drain();
+        /** One handler invocation. */
+        private final class Run {
+            final Item<K> item;
+            final Batch batch;
+            @Nullable Disposable subscription;
+
+            Run(Item<K> item, Batch batch) {
+                this.item = item;
+                this.batch = batch;
+            }
+        }
+
+        /** The handlers of one claim, which share a lease and so a deadline. */
+        private final class Batch {
+            final List<Run> runs = new ArrayList<>();
+            int outstanding;
+            @Nullable Disposable deadline;
+
+            void expireAfter(Duration lease) {
+                if (outstanding > 0) {
+                    // The lease began on the server before the claim returned, so by the time this
+                    // fires it has lapsed there: the item may already be someone else's.
+                    deadline = Mono.delay(Durations.capped(lease), timer).subscribe(ignored -> signal(this::expire));
+                }
+            }
+
+            void settled(Run run) {
+                if (--outstanding == 0 && deadline != null) {
+                    deadline.dispose();
+                }
+            }
+
+            private void expire() {
+                for (Run run : runs) {
+                    if (running.remove(run)) {
+                        log.warn("handler for {} on queue {} outlived its lease of {}; cancelled, the item is left to lapse",
+                                run.item.key(), name, options.lease());
+                        Disposable subscription = run.subscription;
+                        if (subscription != null) {
+                            subscription.dispose();
+                        }
                     }
                 }
-            };
-            pause = subscriber;
-            wait.subscribe(subscriber);
-        }
-
-        private void endPause() {
-            Disposable current = pause;
-            if (current != null) {
-                pause = null;
-                backingOff = false;
-                current.dispose();
+                outstanding = 0;
             }
         }
     }

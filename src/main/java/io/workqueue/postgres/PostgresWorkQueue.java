@@ -9,16 +9,19 @@ import io.r2dbc.spi.Wrapped;
 import io.workqueue.Entry;
 import io.workqueue.Item;
 import io.workqueue.KeyCodec;
+import io.workqueue.KeyDecodingException;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
 import io.workqueue.UnsupportedDialectException;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
+import io.workqueue.internal.Backoff;
 import io.workqueue.internal.DemandPacedClaims;
 import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.KeyVetting;
 import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.SqlStates;
+import io.workqueue.internal.Throwables;
 import io.workqueue.internal.WakeGate;
 import io.workqueue.internal.Worker;
 import java.time.Duration;
@@ -55,8 +58,6 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     /** Last errors are bounded so one pathological exception message cannot bloat the table. */
     static final int MAX_ERROR_LENGTH = 1024;
-    private static final Duration CLAIM_MIN_BACKOFF = Duration.ofMillis(100);
-    private static final Duration CLAIM_MAX_BACKOFF = Duration.ofSeconds(5);
     /** Bound on sending a cancel request, so that abandoning a connection cannot itself hang. */
     private static final Duration CANCEL_TIMEOUT = Duration.ofSeconds(5);
 
@@ -262,29 +263,77 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                             row.get(3, Boolean[].class),
                             longValue(row.get(4, Long.class)))))
                     .single()
-                    .doOnNext(leased -> metrics.claimed(leased.items().size(),
+                    .doOnNext(leased -> metrics.claimed(leased.items().size() + leased.undecodable().size(),
                             (int) leased.items().stream().filter(Item::reclaimed).count(),
-                            System.nanoTime() - start)));
+                            System.nanoTime() - start)))
+                    .flatMap(leased -> leased.undecodable().isEmpty()
+                            ? Mono.just(leased)
+                            : setAside(leased.undecodable()).thenReturn(leased));
         });
     }
 
-    /** What a leasing statement returned: the items it leased and how many items it completed. */
-    private record Leased<K>(List<Item<K>> items, long completed) {}
+    /**
+     * What a leasing statement returned: the items it leased and decoded, the leased rows whose
+     * stored key the codec refused, and how many items it completed.
+     */
+    private record Leased<K>(List<Item<K>> items, List<Undecodable> undecodable, long completed) {}
+
+    /** A leased row whose stored key the codec could not decode, and why. */
+    private record Undecodable(String storedKey, int attempts, Throwable error) {}
+
+    /**
+     * Hands back leased rows whose keys no longer decode, so they never block the healthy items
+     * leased with them: each is released after {@link WorkerOptions#exponentialBackoff} of its
+     * attempts (so it also counts towards {@link WorkQueueConfig#maxAttempts()} and stalls, visible
+     * in {@code stats().stalled}) with a last error naming the problem. A release that fails is
+     * logged; the row's lease then lapses, with the same outcome later.
+     */
+    private Mono<Void> setAside(List<Undecodable> rows) {
+        return Flux.fromIterable(rows)
+                .concatMap(row -> {
+                    log.warn("stored key {} on queue {} cannot be decoded by the queue's codec; releasing it with"
+                            + " the error recorded: {}", row.storedKey(), config.name(), row.error().toString());
+                    KeyDecodingException cause = new KeyDecodingException(row.storedKey(), row.error());
+                    return releaseEncoded(WorkerOptions.exponentialBackoff(row.attempts()), cause,
+                            new String[] {row.storedKey()})
+                            .onErrorResume(e -> {
+                                log.warn("releasing undecodable key {} on queue {} failed; its lease will lapse",
+                                        row.storedKey(), config.name(), e);
+                                return Mono.empty();
+                            });
+                })
+                .then();
+    }
 
     /** Decodes the claim's row; the arrays are null when nothing was leased. */
     private Leased<K> leased(String @Nullable [] keys, Integer @Nullable [] priorities, Integer @Nullable [] attempts,
             Boolean @Nullable [] reclaimed, long completed) {
         if (keys == null) {
-            return new Leased<>(List.of(), completed);
+            return new Leased<>(List.of(), List.of(), completed);
         }
         Objects.requireNonNull(priorities, "priorities");
         Objects.requireNonNull(attempts, "attempts");
         Objects.requireNonNull(reclaimed, "reclaimed");
         List<Item<K>> items = new ArrayList<>(keys.length);
+        List<Undecodable> undecodable = List.of();
         for (int i = 0; i < keys.length; i++) {
-            items.add(new Item<>(codec.decode(keys[i]), priorities[i], attempts[i], reclaimed[i]));
+            K key;
+            try {
+                key = Objects.requireNonNull(codec.decode(keys[i]), "the codec decoded the key as null");
+            } catch (Throwable e) {
+                if (Throwables.isJvmFatal(e)) {
+                    throw e;
+                }
+                // Per item: one key a rolling deploy made unreadable must not strand its batch.
+                if (undecodable.isEmpty()) {
+                    undecodable = new ArrayList<>(1);
+                }
+                undecodable.add(new Undecodable(keys[i], attempts[i], e));
+                continue;
+            }
+            items.add(new Item<>(key, priorities[i], attempts[i], reclaimed[i]));
         }
-        return new Leased<>(items, completed);
+        return new Leased<>(items, undecodable, completed);
     }
 
     @Override
@@ -294,7 +343,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             requirePositive("poll", poll);
             return new DemandPacedClaims<>(config.name(), config.maxClaimBatch(),
                     want -> claim(want, lease), () -> awaitWork(poll),
-                    CLAIM_MIN_BACKOFF, CLAIM_MAX_BACKOFF, timer).flux();
+                    Backoff.MIN, Backoff.MAX, timer).flux();
         });
     }
 
@@ -348,9 +397,16 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<Long> release(Duration delay, @Nullable Throwable cause, Collection<K> keys) {
         return Mono.defer(() -> {
             Objects.requireNonNull(delay, "delay");
+            return releaseEncoded(delay, cause, encodeDistinct(keys));
+        });
+    }
+
+    /** {@link #release} of keys already encoded, vetted and distinct. */
+    private Mono<Long> releaseEncoded(Duration delay, @Nullable Throwable cause, String[] encoded) {
+        return Mono.defer(() -> {
             long delayMicros = delay.isNegative() ? 0 : micros(delay);
             String error = describe(cause);
-            return writeKeys(keys, sql.releaseKeys, statement -> {
+            return writeEncoded(encoded, sql.releaseKeys, statement -> {
                 statement.bind(2, delayMicros);
                 return error == null ? statement.bindNull(3, String.class) : statement.bind(3, error);
             }).doOnNext(metrics::released);
@@ -382,14 +438,15 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      * order does not matter; keys are still deduplicated so counts are of rows, not arguments.
      */
     private Mono<Long> writeKeys(Collection<K> keys, String statementSql, UnaryOperator<Statement> bindRest) {
-        return Mono.defer(() -> {
-            String[] encoded = encodeDistinct(keys);
-            if (encoded.length == 0) {
-                return Mono.just(0L);
-            }
-            return withRetries(inConnection(connection -> rowsUpdated(bindRest.apply(
-                    connection.createStatement(statementSql).bind(0, config.name()).bind(1, encoded)))));
-        });
+        return Mono.defer(() -> writeEncoded(encodeDistinct(keys), statementSql, bindRest));
+    }
+
+    private Mono<Long> writeEncoded(String[] encoded, String statementSql, UnaryOperator<Statement> bindRest) {
+        if (encoded.length == 0) {
+            return Mono.just(0L);
+        }
+        return withRetries(inConnection(connection -> rowsUpdated(bindRest.apply(
+                connection.createStatement(statementSql).bind(0, config.name()).bind(1, encoded)))));
     }
 
     // ---------------------------------------------------------------- maintenance and health
@@ -500,7 +557,15 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         if (cause == null) {
             return null;
         }
-        String message = cause.getMessage() != null ? cause.getMessage() : cause.getClass().getName();
+        String message;
+        try {
+            message = cause.getMessage();
+        } catch (RuntimeException e) {
+            message = null; // a hostile exception; its type still says something
+        }
+        if (message == null) {
+            message = cause.getClass().getName();
+        }
         // Bounded by code points so a surrogate pair is never split into an invalid string.
         if (message.codePointCount(0, message.length()) > MAX_ERROR_LENGTH) {
             message = message.substring(0, message.offsetByCodePoints(0, MAX_ERROR_LENGTH));

@@ -377,8 +377,38 @@ class DemandPacedClaimsTest {
 
     @Test
     void cancellingDuringAWaitDisposesTheWaitAndStopsClaiming() {
+        AtomicBoolean waiting = new AtomicBoolean();
         AtomicBoolean waitCancelled = new AtomicBoolean();
-        Supplier<Mono<Void>> awaitWork = () -> Mono.<Void>never().doOnCancel(() -> waitCancelled.set(true));
+        Supplier<Mono<Void>> awaitWork = () -> Mono.<Void>never()
+                .doOnSubscribe(s -> waiting.set(true))
+                .doOnCancel(() -> waitCancelled.set(true));
+        List<Integer> received = new CopyOnWriteArrayList<>();
+        BaseSubscriber<Integer> subscriber = new BaseSubscriber<>() {
+            @Override
+            protected void hookOnSubscribe(org.reactivestreams.Subscription subscription) {
+                subscription.request(4);
+            }
+
+            @Override
+            protected void hookOnNext(Integer item) {
+                received.add(item);
+            }
+        };
+
+        // The claim completes synchronously, so the short batch has started its wait by now.
+        claims(500, atMost(1), awaitWork).subscribe(subscriber);
+        assertEquals(List.of(0), received);
+        assertTrue(waiting.get(), "waiting for work after the short batch");
+        subscriber.dispose();
+
+        assertTrue(waitCancelled.get(), "the wait was disposed");
+        assertEquals(List.of(4), wants);
+    }
+
+    @Test
+    void cancellingWhileTheShortBatchIsDeliveredStartsNoWait() {
+        AtomicBoolean waiting = new AtomicBoolean();
+        Supplier<Mono<Void>> awaitWork = () -> Mono.<Void>never().doOnSubscribe(s -> waiting.set(true));
 
         StepVerifier.create(claims(500, atMost(1), awaitWork), 0)
                 .thenRequest(4)
@@ -386,7 +416,7 @@ class DemandPacedClaimsTest {
                 .thenCancel()
                 .verify(Duration.ofSeconds(5));
 
-        assertTrue(waitCancelled.get());
+        assertFalse(waiting.get(), "no wait begun for a cancelled stream");
         assertEquals(List.of(4), wants);
     }
 

@@ -1,0 +1,259 @@
+package io.workqueue.internal;
+
+import java.time.Duration;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.FluxSink;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * The one claim loop, shared by {@code claimStream} ({@link DemandPacedClaims}) and {@code process}
+ * ({@link Worker}): run a round (a statement that may lease items), and after a short claim wait for
+ * work, after a transient failure back off, until cancelled or failed for good. Subclasses decide
+ * what a round is and what its result means; this class owns the states and the order of events.
+ *
+ * <p><b>One state, one thread at a time.</b> Everything that can happen — downstream demand or
+ * cancellation, a statement's result, a wait or back-off ending, a handler finishing — is queued as
+ * an event and run by whichever thread finds the loop idle ({@link #signal}), one event after
+ * another. The state and every field a subclass touches from its hooks are therefore confined to
+ * that serial execution and need no further locking. An event that throws terminates the stream
+ * with that error rather than leaving the loop wedged.
+ *
+ * <pre>
+ *   IDLE ──round due──▶ RUNNING ──ok, full──▶ IDLE
+ *                          │ ──ok, short──▶ WAITING ──work or urgent round──▶ IDLE / RUNNING
+ *                          │ ──transient──▶ BACKING_OFF ──delay──▶ IDLE
+ *                          └ ──permanent──▶ STOPPED
+ * </pre>
+ *
+ * <p>At most one round, wait or back-off is in flight per subscription. Cancellation disposes a
+ * wait or a back-off, and a round that carries nothing but a claim (its statement is cancelled on
+ * the server, so nothing is leased); a round carrying acknowledgements runs to its end. After
+ * cancellation the subclass is still asked for rounds, so it can acknowledge what is still
+ * finishing; {@code STOPPED} is final.
+ *
+ * @param <R> what a round's statement emits
+ */
+abstract class ClaimLoop<R> {
+    private static final Logger log = LoggerFactory.getLogger(ClaimLoop.class);
+
+    /** Where the loop stands; each state has at most one step (statement, wait, delay) in flight. */
+    enum State { IDLE, RUNNING, WAITING, BACKING_OFF, STOPPED }
+
+    /**
+     * A statement to run. {@code cancellable} rounds carry nothing that would be lost if the
+     * statement were cancelled (a plain claim), so cancelling the stream cancels them.
+     */
+    record Round<R>(Mono<R> statement, boolean cancellable) {}
+
+    protected final String name;
+    protected final FluxSink<?> sink;
+    private final Duration minBackoff;
+    private final Duration maxBackoff;
+    private final Scheduler timer;
+    private final Queue<Runnable> events = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger wip = new AtomicInteger();
+
+    // Confined to the serial execution of events.
+    private State state = State.IDLE;
+    private @Nullable Disposable step;
+    private boolean stepCancellable;
+    /** Bumped whenever a step is abandoned, so late signals from it are recognised and dropped. */
+    private long generation;
+    private boolean cancelled;
+    private int failures;
+
+    ClaimLoop(String name, FluxSink<?> sink, Duration minBackoff, Duration maxBackoff, Scheduler timer) {
+        this.name = name;
+        this.sink = sink;
+        this.minBackoff = minBackoff;
+        this.maxBackoff = maxBackoff;
+        this.timer = timer;
+    }
+
+    /** Wires the sink's signals into the loop and looks for a first round. Call once. */
+    final void start() {
+        sink.onRequest(n -> signal(() -> {}));
+        sink.onCancel(() -> signal(this::cancel));
+        signal(() -> {});
+    }
+
+    // ---------------------------------------------------------------- what subclasses decide
+
+    /**
+     * The round to run now, or {@code null} if none is due. While {@code waiting} for work only an
+     * urgent round should be returned (one the wait must not delay); it ends the wait.
+     */
+    abstract @Nullable Round<R> nextRound(boolean waiting);
+
+    /** A round's statement emitted {@code result}; returns whether to wait for work before the next. */
+    abstract boolean roundSucceeded(R result);
+
+    /** A round's statement failed with {@code error}; restore whatever the round carried. */
+    abstract void roundFailed(Throwable error);
+
+    /** Completes when it is worth claiming again after a short claim. */
+    abstract Mono<?> awaitWork();
+
+    /** Runs after every event, in every state but {@code STOPPED}; for work that needs no round. */
+    void afterEvent() {}
+
+    // ---------------------------------------------------------------- what subclasses may use
+
+    /** Runs {@code event} in the loop's serial execution, now or right after the current event. */
+    final void signal(Runnable event) {
+        events.offer(event);
+        if (wip.getAndIncrement() != 0) {
+            return;
+        }
+        do {
+            for (Runnable next; (next = events.poll()) != null; ) {
+                try {
+                    next.run();
+                    advance();
+                } catch (Throwable error) {
+                    // A bug here, or downstream code throwing from onNext: never leave the loop wedged.
+                    stop(error);
+                }
+            }
+        } while (wip.decrementAndGet() != 0);
+    }
+
+    /**
+     * Whether downstream has cancelled; claiming then stops for good. Asks the sink too: its cancel
+     * callback can arrive after the events already queued, and a claim must not start meanwhile.
+     */
+    final boolean cancelled() {
+        return cancelled || sink.isCancelled();
+    }
+
+    /** The current state, for subclasses' bookkeeping and for tests. */
+    final State state() {
+        return state;
+    }
+
+    /** Ends the stream with {@code error}; nothing runs afterwards. */
+    final void stop(Throwable error) {
+        if (state == State.STOPPED) {
+            log.debug("claim loop on queue {} already stopped; dropping", name, error);
+            return;
+        }
+        abandonStep();
+        state = State.STOPPED;
+        sink.error(error);
+    }
+
+    // ---------------------------------------------------------------- the machine
+
+    private void advance() {
+        if (state == State.STOPPED) {
+            return;
+        }
+        afterEvent();
+        if (state != State.IDLE && state != State.WAITING) {
+            return;
+        }
+        Round<R> round = nextRound(state == State.WAITING);
+        if (round == null) {
+            return;
+        }
+        abandonStep(); // ends a wait the urgent round cuts short
+        state = State.RUNNING;
+        long id = generation;
+        stepCancellable = round.cancellable();
+        // single(): a statement that emits nothing is a failure, not a silent stop.
+        step = round.statement().single().subscribe(
+                result -> signal(() -> {
+                    if (id == generation && state == State.RUNNING) {
+                        step = null;
+                        failures = 0;
+                        boolean waitForWork = roundSucceeded(result);
+                        if (state == State.RUNNING) {
+                            state = State.IDLE;
+                            if (waitForWork && !cancelled()) {
+                                startWait();
+                            }
+                        }
+                    }
+                }),
+                error -> signal(() -> {
+                    if (id == generation && state == State.RUNNING) {
+                        step = null;
+                        roundFailed(error);
+                        failed(error);
+                    }
+                }));
+    }
+
+    private void startWait() {
+        state = State.WAITING;
+        long id = generation;
+        stepCancellable = true;
+        step = awaitWork().then().subscribe(
+                null,
+                error -> signal(() -> {
+                    if (id == generation && state == State.WAITING) {
+                        step = null;
+                        failed(error);
+                    }
+                }),
+                () -> signal(() -> {
+                    if (id == generation && state == State.WAITING) {
+                        step = null;
+                        state = State.IDLE;
+                    }
+                }));
+    }
+
+    /** A round or a wait failed: back off and carry on if it is worth it, else stop. */
+    private void failed(Throwable error) {
+        if (!SqlStates.isTransient(error)) {
+            stop(error);
+            return;
+        }
+        failures++;
+        Duration delay = Backoff.jittered(failures, minBackoff, maxBackoff);
+        log.warn("claim loop on queue {} failed (attempt {}); retrying in {} ms: {}",
+                name, failures, delay.toMillis(), error.toString());
+        state = State.BACKING_OFF;
+        long id = generation;
+        stepCancellable = true;
+        step = Mono.delay(delay, timer).subscribe(
+                ignored -> signal(() -> {
+                    if (id == generation && state == State.BACKING_OFF) {
+                        step = null;
+                        state = State.IDLE;
+                    }
+                }),
+                // Only a disposed timer fails a delay: stop rather than back off forever.
+                timerError -> signal(() -> {
+                    if (id == generation && state == State.BACKING_OFF) {
+                        stop(timerError);
+                    }
+                }));
+    }
+
+    private void cancel() {
+        cancelled = true;
+        if (state == State.WAITING || state == State.BACKING_OFF || (state == State.RUNNING && stepCancellable)) {
+            abandonStep();
+            state = State.IDLE;
+        }
+    }
+
+    /** Disposes the step in flight, if any, and makes any signal it still sends stale. */
+    private void abandonStep() {
+        generation++;
+        Disposable current = step;
+        step = null;
+        if (current != null) {
+            current.dispose();
+        }
+    }
+}
