@@ -330,7 +330,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                         .concatMap(result -> result.map((row, meta) -> {
                             long count = longValue(row.get(0, Long.class));
                             String[] some = row.get(1, String[].class);
-                            // Null: every key named was completed.
+                            // Null: every key named was completed (MergedKeys checks it against the count).
                             return MergedKeys.credit(callers, count, some == null ? null : new HashSet<>(Arrays.asList(some)));
                         }))
                         .single()))
