@@ -1,5 +1,6 @@
 package io.workqueue.postgres;
 
+import io.workqueue.internal.CodePointOrder;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -30,30 +31,11 @@ record EncodedEntry(String key, int priority, long delayMicros) {
             }
         }
         List<EncodedEntry> merged = new ArrayList<>(byKey.values());
-        merged.sort((a, b) -> compareCodePoints(a.key(), b.key()));
+        merged.sort((a, b) -> CodePointOrder.compare(a.key(), b.key()));
         return merged;
     }
 
     private EncodedEntry mergedWith(EncodedEntry other) {
         return new EncodedEntry(key, Math.max(priority, other.priority), Math.min(delayMicros, other.delayMicros));
-    }
-
-    /**
-     * Code-point order, which for valid strings is UTF-8 byte order. {@link String#compareTo}
-     * compares UTF-16 units and disagrees for characters above U+FFFF versus U+E000..U+FFFF.
-     */
-    static int compareCodePoints(String a, String b) {
-        int i = 0;
-        int j = 0;
-        while (i < a.length() && j < b.length()) {
-            int ca = a.codePointAt(i);
-            int cb = b.codePointAt(j);
-            if (ca != cb) {
-                return Integer.compare(ca, cb);
-            }
-            i += Character.charCount(ca);
-            j += Character.charCount(cb);
-        }
-        return Integer.compare(a.length() - i, b.length() - j);
     }
 }
