@@ -1,6 +1,7 @@
 package io.workqueue.postgres;
 
 import io.workqueue.internal.CodePointOrder;
+import io.workqueue.internal.Durations;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -12,9 +13,19 @@ import java.util.Map;
  *
  * @param key         the vetted encoding
  * @param priority    higher runs first
- * @param delayMicros delay before the item is available, in microseconds, never negative
+ * @param delayMicros delay before the item is available, in microseconds, from 0 to
+ *                    {@link Durations#MAX_MICROS}
  */
 record EncodedEntry(String key, int priority, long delayMicros) {
+
+    /**
+     * Bounds the delay to what {@code now() + delay} can always take: a negative delay is 0, and
+     * one past the cap is the cap. A value near a {@code long}'s limit would take the timestamp
+     * out of PostgreSQL's range and fail the upsert of every caller sharing the write.
+     */
+    EncodedEntry {
+        delayMicros = Math.max(0, Math.min(delayMicros, Durations.MAX_MICROS));
+    }
 
     /**
      * Collapses entries naming the same key with the rule the upsert's {@code ON CONFLICT} clause

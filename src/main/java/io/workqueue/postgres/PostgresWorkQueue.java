@@ -15,6 +15,7 @@ import io.workqueue.UnsupportedDialectException;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
 import io.workqueue.internal.DemandPacedClaims;
+import io.workqueue.internal.Durations;
 import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.KeyVetting;
 import io.workqueue.internal.QueueMetrics;
@@ -195,7 +196,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         List<EncodedEntry> encoded = new ArrayList<>(entries.size());
         for (Entry<K> entry : entries) {
             Objects.requireNonNull(entry, "entry");
-            encoded.add(new EncodedEntry(KeyVetting.encode(codec, entry.key()), entry.priority(), micros(entry.delay())));
+            encoded.add(new EncodedEntry(KeyVetting.encode(codec, entry.key()), entry.priority(),
+                    Durations.micros(entry.delay())));
         }
         return encoded;
     }
@@ -246,7 +248,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      */
     private Mono<Leased<K>> leaseDue(String statementSql, int limit, Duration lease, UnaryOperator<Statement> bindRest) {
         int batch = limit <= 0 || limit > config.maxClaimBatch() ? config.maxClaimBatch() : limit;
-        long leaseMicros = micros(lease);
+        long leaseMicros = Durations.micros(lease);
         return Mono.defer(() -> {
             long start = System.nanoTime();
             return inConnection(connection -> Flux.from(bindRest.apply(connection.createStatement(statementSql)
@@ -348,7 +350,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<Long> release(Duration delay, @Nullable Throwable cause, Collection<K> keys) {
         return Mono.defer(() -> {
             Objects.requireNonNull(delay, "delay");
-            long delayMicros = delay.isNegative() ? 0 : micros(delay);
+            long delayMicros = Durations.micros(delay);
             String error = describe(cause);
             return writeKeys(keys, sql.releaseKeys, statement -> {
                 statement.bind(2, delayMicros);
@@ -399,7 +401,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Mono.defer(() -> withRetries(inConnection(connection -> rowsUpdated(
                 connection.createStatement(sql.reapCompleted)
                         .bind(0, config.name())
-                        .bind(1, micros(config.retention()))
+                        .bind(1, Durations.micros(config.retention()))
                         .bind(2, config.reapBatchSize()))))
                 .doOnNext(metrics::reaped));
     }
@@ -514,10 +516,6 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      */
     private static <T> List<T> listView(T[] array) {
         return array == null ? null : Arrays.asList(array);
-    }
-
-    private static long micros(Duration duration) {
-        return duration.getSeconds() * 1_000_000L + duration.getNano() / 1_000;
     }
 
     private static long longValue(@Nullable Long value) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.workqueue.internal.CodePointOrder;
+import io.workqueue.internal.Durations;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -43,6 +44,14 @@ class EncodedEntryTest {
         assertEquals(EncodedEntry.merge(List.of(a, b)), EncodedEntry.merge(List.of(b, a)));
         assertEquals(List.of(new EncodedEntry("x", Integer.MAX_VALUE, 10), new EncodedEntry("y", 0, 0)),
                 EncodedEntry.merge(List.of(a, b)));
+    }
+
+    @Test
+    void aDelayIsBoundedToWhatATimestampCanTake() {
+        assertEquals(0, new EncodedEntry("k", 0, -5).delayMicros());
+        assertEquals(Durations.MAX_MICROS, new EncodedEntry("k", 0, Long.MAX_VALUE).delayMicros());
+        assertEquals(Durations.MAX_MICROS, new EncodedEntry("k", 0, Durations.MAX_MICROS).delayMicros());
+        assertEquals(123, new EncodedEntry("k", 0, 123).delayMicros());
     }
 
     @Test
