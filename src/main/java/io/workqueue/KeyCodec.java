@@ -24,14 +24,22 @@ public interface KeyCodec<K> {
     /**
      * The codec the builder uses unless told otherwise: {@code String} as itself; enums by
      * {@code name()}; {@code Integer}, {@code Long} and {@code UUID} by {@code toString()};
-     * anything else (records, classes) as JSON with properties sorted alphabetically, so that
+     * anything else (records, classes) as {@linkplain #json JSON}, in a canonical form, so that
      * reordering a record's components does not change its stored key.
      */
     static <K> KeyCodec<K> defaultFor(Class<K> keyType) {
         return KeyCodecs.defaultFor(keyType);
     }
 
-    /** A codec writing keys as JSON through Jackson, properties sorted alphabetically. */
+    /**
+     * A codec writing keys as compact JSON through Jackson, in a form that depends only on the
+     * key's value: properties are sorted alphabetically, map entries by key, and the elements of
+     * every {@link java.util.Set} (at any depth, whether declared as a set, a collection or an
+     * object) by their own JSON text in code-point order. Equal sets therefore encode alike
+     * whatever their implementation or iteration order ({@code Set.of} iterates in an order that
+     * changes from one JVM to the next). Decoding reads a JSON array into whatever collection the
+     * target type declares.
+     */
     static <K> KeyCodec<K> json(Class<K> keyType) {
         return KeyCodecs.json(keyType);
     }

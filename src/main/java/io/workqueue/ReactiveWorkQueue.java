@@ -101,7 +101,8 @@ public interface ReactiveWorkQueue<K> {
      * {@link WorkQueueConfig#maxClaimBatch()} means {@code maxClaimBatch}. Rows locked by a
      * concurrent claimer are skipped and replaced, so a short batch means the queue is nearly
      * drained. An empty queue gives an empty list. {@code lease} must be positive, else
-     * {@code IllegalArgumentException}. A claim that PostgreSQL aborts as a deadlock (possible,
+     * {@code IllegalArgumentException}; a lease longer than {@link #MAX_DURATION} is one of
+     * {@code MAX_DURATION}. A claim that PostgreSQL aborts as a deadlock (possible,
      * rarely, when a row's updater commits as the claim meets it) leased nothing and is retried
      * like a write. Cancelling while the statement runs cancels it on the server; cancelling after
      * it ran leaves its leases to lapse.
@@ -145,7 +146,8 @@ public interface ReactiveWorkQueue<K> {
      * {@link #awaitWork(Duration) awaitWork(poll)} before claiming again. A retryable database
      * error (connection lost, SQLSTATE 40001, 40P01) is logged and retried with bounded exponential
      * back-off, and the stream continues; any other error terminates it. Cancellation stops claiming;
-     * items leased by a claim that was in flight lapse. Emits on driver threads.
+     * items leased by a claim that was in flight lapse. Emits on driver threads. {@code lease} and
+     * {@code poll} follow the rules of {@link #claim} and {@link #awaitWork}.
      */
     Flux<Item<K>> claimStream(Duration lease, Duration poll);
 
@@ -172,7 +174,7 @@ public interface ReactiveWorkQueue<K> {
 
     /**
      * Hands items back: drops their leases and makes them available after {@code delay} (negative
-     * means now), recording {@code cause}'s message (bounded to 1024 characters; {@code null} stores
+     * means now, longer than {@link #MAX_DURATION} means {@code MAX_DURATION}), recording {@code cause}'s message (bounded to 1024 characters; {@code null} stores
      * none) as the last error. Attempts are kept; completed items are not touched. Emits how many
      * items were released.
      */
@@ -205,7 +207,8 @@ public interface ReactiveWorkQueue<K> {
      * {@link WorkQueueConfig#minWakeInterval()} on this instance: a wake inside the floor is held
      * for the rest of the interval, not dropped, and a wake that arrives while nobody waits is kept
      * for the next wait. Without a wakeup source it is a plain delay. {@code poll} must be positive,
-     * else {@code IllegalArgumentException}.
+     * else {@code IllegalArgumentException}; a poll longer than {@link #MAX_DURATION} is one of
+     * {@code MAX_DURATION}.
      */
     Mono<Void> awaitWork(Duration poll);
 

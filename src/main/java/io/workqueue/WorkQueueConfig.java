@@ -1,5 +1,6 @@
 package io.workqueue;
 
+import io.workqueue.internal.Durations;
 import io.workqueue.internal.Identifiers;
 import io.workqueue.migrations.WorkQueueMigrations;
 import java.time.Duration;
@@ -10,7 +11,9 @@ import java.util.Objects;
  * How one logical queue behaves. Immutable; every instance is valid, because the canonical
  * constructor (and so {@link Builder#build()}) refuses bad values with an
  * {@link InvalidConfigException} that names the field and the value. Nothing is silently replaced
- * by a default.
+ * by a default. Durations have no upper limit to refuse: one longer than
+ * {@link ReactiveWorkQueue#MAX_DURATION} means "forever" and is stored, and acted on, as
+ * {@code MAX_DURATION}, so the accessors return at most that.
  *
  * @param name            the logical queue; 1 to 512 characters of free text, always bound as a
  *                        parameter, never rendered into SQL
@@ -19,16 +22,17 @@ import java.util.Objects;
  * @param notifyChannel   {@code ""} for none; otherwise every enqueue sends a payload-free
  *                        notification on this channel, in the transaction that writes the rows
  * @param retention       how long completed items are kept before {@code reap()} may delete them;
- *                        at least one second
+ *                        at least one second, at most {@link ReactiveWorkQueue#MAX_DURATION}
  * @param maxAttempts     claims allowed per item before it stalls; {@code 0} means unlimited
  * @param maxClaimBatch   the most items one claim statement leases; at least 1
  * @param reapBatchSize   the most rows one {@code reap()} deletes; at least 1
  * @param writeAttempts   runs of a write that PostgreSQL asks to retry (SQLSTATE 40001, 40P01);
  *                        at least 1
  * @param minWakeInterval the least time between two wakeups completing {@code awaitWork}; at
- *                        least one millisecond
+ *                        least one millisecond, at most {@link ReactiveWorkQueue#MAX_DURATION}
  * @param enqueueTimeout  how long one group-committed write (the merged enqueue upsert, or the
- *                        merged complete) may take before every caller in its batch fails; positive
+ *                        merged complete) may take before every caller in its batch fails;
+ *                        positive, at most {@link ReactiveWorkQueue#MAX_DURATION}
  * @param deleteOnComplete whether completing an item deletes its row at once instead of marking it
  *                        completed and keeping it for {@code retention}; {@code false} by default.
  *                        Opt-in, because it trades history for speed: completing costs one row
@@ -69,7 +73,10 @@ public record WorkQueueConfig(
     /** The longest queue name accepted, in characters. */
     public static final int MAX_NAME_LENGTH = 512;
 
-    /** Validates every field; see the record description for the rules. */
+    /**
+     * Validates every field and caps every duration at {@link ReactiveWorkQueue#MAX_DURATION};
+     * see the record description for the rules.
+     */
     public WorkQueueConfig {
         if (name == null || name.isEmpty() || name.length() > MAX_NAME_LENGTH) {
             throw new InvalidConfigException("name must be 1 to " + MAX_NAME_LENGTH + " characters but was "
@@ -101,6 +108,9 @@ public record WorkQueueConfig(
         requireAtLeast("writeAttempts", writeAttempts, 1);
         requireAtLeast("minWakeInterval", minWakeInterval, Duration.ofMillis(1));
         requireAtLeast("enqueueTimeout", enqueueTimeout, Duration.ofNanos(1));
+        retention = Durations.capped(retention);
+        minWakeInterval = Durations.capped(minWakeInterval);
+        enqueueTimeout = Durations.capped(enqueueTimeout);
     }
 
     /** A builder for the queue called {@code name}, starting from the defaults. */
@@ -168,7 +178,10 @@ public record WorkQueueConfig(
             return this;
         }
 
-        /** How long completed items are kept; default 24 hours. */
+        /**
+         * How long completed items are kept; default 24 hours. Longer than
+         * {@link ReactiveWorkQueue#MAX_DURATION} is kept as {@code MAX_DURATION}: never reaped.
+         */
         public Builder retention(Duration retention) {
             this.retention = retention;
             return this;
@@ -198,13 +211,19 @@ public record WorkQueueConfig(
             return this;
         }
 
-        /** Least time between two wakeups; default 100 ms. */
+        /**
+         * Least time between two wakeups; default 100 ms. Longer than
+         * {@link ReactiveWorkQueue#MAX_DURATION} is taken as {@code MAX_DURATION}.
+         */
         public Builder minWakeInterval(Duration minWakeInterval) {
             this.minWakeInterval = minWakeInterval;
             return this;
         }
 
-        /** Time allowed for one group-committed write; default 10 seconds. */
+        /**
+         * Time allowed for one group-committed write; default 10 seconds. Longer than
+         * {@link ReactiveWorkQueue#MAX_DURATION} is taken as {@code MAX_DURATION}.
+         */
         public Builder enqueueTimeout(Duration enqueueTimeout) {
             this.enqueueTimeout = enqueueTimeout;
             return this;

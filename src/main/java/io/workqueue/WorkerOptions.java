@@ -1,5 +1,6 @@
 package io.workqueue;
 
+import io.workqueue.internal.Durations;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.function.IntFunction;
@@ -7,13 +8,16 @@ import java.util.function.IntFunction;
 /**
  * How a worker started by {@link ReactiveWorkQueue#process} runs. Immutable; the canonical
  * constructor (and so {@link Builder#build()}) refuses bad values with an
- * {@link InvalidConfigException} naming the field.
+ * {@link InvalidConfigException} naming the field. A lease or poll longer than
+ * {@link ReactiveWorkQueue#MAX_DURATION} means "forever" and is stored as {@code MAX_DURATION}.
  *
  * @param concurrency how many handlers may run at once, which is also the most leases the worker
  *                    holds; at least 1
- * @param lease       the lease each claim takes; positive. Longer than a handler's worst case, or
- *                    its item is handed out again while it runs
- * @param poll        how long to wait for a wakeup after a claim comes back short; positive
+ * @param lease       the lease each claim takes; positive, at most
+ *                    {@link ReactiveWorkQueue#MAX_DURATION}. Longer than a handler's worst case,
+ *                    or its item is handed out again while it runs
+ * @param poll        how long to wait for a wakeup after a claim comes back short; positive, at
+ *                    most {@link ReactiveWorkQueue#MAX_DURATION}
  * @param claimBatch  the most items one claim asks for (never more than the free handler slots);
  *                    at least 1
  * @param backoff     the delay before a failed item is due again, given its attempts so far
@@ -22,13 +26,15 @@ import java.util.function.IntFunction;
 public record WorkerOptions(int concurrency, Duration lease, Duration poll, int claimBatch,
         IntFunction<Duration> backoff) {
 
-    /** Validates every field. */
+    /** Validates every field, and caps the lease and poll at {@link ReactiveWorkQueue#MAX_DURATION}. */
     public WorkerOptions {
         if (concurrency < 1) {
             throw new InvalidConfigException("concurrency must be at least 1 but was " + concurrency);
         }
         requirePositive("lease", lease);
         requirePositive("poll", poll);
+        lease = Durations.capped(lease);
+        poll = Durations.capped(poll);
         if (claimBatch < 1) {
             throw new InvalidConfigException("claimBatch must be at least 1 but was " + claimBatch);
         }
@@ -75,13 +81,19 @@ public record WorkerOptions(int concurrency, Duration lease, Duration poll, int 
             return this;
         }
 
-        /** Lease per claim; default 30 s. */
+        /**
+         * Lease per claim; default 30 s. Longer than {@link ReactiveWorkQueue#MAX_DURATION} is taken
+         * as {@code MAX_DURATION}.
+         */
         public Builder lease(Duration lease) {
             this.lease = lease;
             return this;
         }
 
-        /** Wait after a short claim; default 1 s. */
+        /**
+         * Wait after a short claim; default 1 s. Longer than {@link ReactiveWorkQueue#MAX_DURATION}
+         * is taken as {@code MAX_DURATION}.
+         */
         public Builder poll(Duration poll) {
             this.poll = poll;
             return this;

@@ -4,10 +4,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import com.fasterxml.jackson.annotation.JsonTypeInfo;
 import io.workqueue.internal.KeyVetting;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.TreeMap;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
@@ -27,6 +33,17 @@ class KeyCodecTest {
     record Labelled(String label, Map<String, Integer> counts) {}
 
     record Nested(Tenant tenant, List<String> tags) {}
+
+    record Tagged(String name, Set<String> tags) {}
+
+    /** Sets at every depth. */
+    record Deep(Set<Set<String>> groups, Map<String, Set<Integer>> byName, List<Set<String>> rows, Set<Tenant> tenants) {}
+
+    /** A set written with its type, as polymorphic values are. */
+    record Typed(@JsonTypeInfo(use = JsonTypeInfo.Id.CLASS) Object value) {}
+
+    /** A set declared only as a collection (it decodes as a list, so this is about encoding). */
+    record Loose(Collection<String> items) {}
 
     /** A plain class with a no-argument constructor and fields declared out of alphabetical order. */
     static final class Job {
@@ -181,5 +198,106 @@ class KeyCodecTest {
         assertThrows(RuntimeException.class, () -> codec.decode("not json"));
         // Unknown properties are refused rather than silently dropped, so two keys never decode alike.
         assertThrows(RuntimeException.class, () -> codec.decode("{\"account\":\"a\",\"id\":1,\"zone\":\"z\",\"extra\":1}"));
+    }
+
+    // ------------------------------------------------------------------ sets
+
+    /** A set iterating in exactly the order given, whatever its elements' hash codes. */
+    @SafeVarargs
+    private static <T> Set<T> inOrder(T... elements) {
+        return new LinkedHashSet<>(List.of(elements));
+    }
+
+    @Test
+    void equalSetsIteratingInOppositeOrdersEncodeAlike() {
+        KeyCodec<Tagged> codec = KeyCodec.defaultFor(Tagged.class);
+        String forwards = codec.encode(new Tagged("t", inOrder("a", "R")));
+        String backwards = codec.encode(new Tagged("t", inOrder("R", "a")));
+
+        assertEquals(forwards, backwards);
+        // Elements are sorted by their own JSON: "\"R\"" before "\"a\"".
+        assertEquals("{\"name\":\"t\",\"tags\":[\"R\",\"a\"]}", forwards);
+        // Whatever the implementation: a sorted set and Set.of agree with the insertion-ordered ones.
+        assertEquals(forwards, codec.encode(new Tagged("t", new TreeSet<>(Set.of("R", "a")))));
+        assertEquals(forwards, codec.encode(new Tagged("t", Set.of("a", "R"))));
+    }
+
+    @Test
+    void setElementsAreOrderedByCodePointNotByUtf16Unit() {
+        // U+FFFD sorts before U+1F600 by code point, after its high surrogate 0xD83D by UTF-16 unit.
+        String replacement = "\uFFFD";
+        String grin = "\uD83D\uDE00";
+        KeyCodec<Tagged> codec = KeyCodec.defaultFor(Tagged.class);
+
+        assertEquals("{\"name\":\"t\",\"tags\":[\"" + replacement + "\",\"" + grin + "\"]}",
+                codec.encode(new Tagged("t", inOrder(grin, replacement))));
+    }
+
+    @Test
+    void setsNestedInSetsMapsListsAndCollectionsEncodeAlikeWhateverTheirOrder() {
+        Deep one = new Deep(
+                inOrder(inOrder("x", "y"), inOrder("b", "a")),
+                new LinkedHashMap<>(Map.of("k", inOrder(2, 10, 1))),
+                List.of(inOrder("q", "p"), inOrder("p", "q")),
+                inOrder(new Tenant("eu", 1, "acme"), new Tenant("us", 2, "initech")));
+        Deep other = new Deep(
+                inOrder(inOrder("a", "b"), inOrder("y", "x")),
+                new LinkedHashMap<>(Map.of("k", inOrder(10, 1, 2))),
+                List.of(inOrder("p", "q"), inOrder("q", "p")),
+                inOrder(new Tenant("us", 2, "initech"), new Tenant("eu", 1, "acme")));
+        KeyCodec<Deep> codec = KeyCodec.defaultFor(Deep.class);
+
+        assertEquals(one, other);
+        assertEquals(codec.encode(one), codec.encode(other));
+        assertEquals("{\"byName\":{\"k\":[1,10,2]},"
+                        + "\"groups\":[[\"a\",\"b\"],[\"x\",\"y\"]],"
+                        + "\"rows\":[[\"p\",\"q\"],[\"p\",\"q\"]],"
+                        + "\"tenants\":[{\"account\":\"acme\",\"id\":1,\"zone\":\"eu\"},"
+                        + "{\"account\":\"initech\",\"id\":2,\"zone\":\"us\"}]}",
+                codec.encode(one));
+        KeyCodec<Loose> loose = KeyCodec.defaultFor(Loose.class);
+        assertEquals("{\"items\":[\"m\",\"z\"]}", loose.encode(new Loose(inOrder("z", "m"))));
+        assertEquals(loose.encode(new Loose(inOrder("m", "z"))), loose.encode(new Loose(inOrder("z", "m"))));
+    }
+
+    @Test
+    void keysWithSetsDecodeToEqualKeysThatEncodeAsBefore() {
+        Deep key = new Deep(
+                inOrder(inOrder("y", "x"), Set.of()),
+                Map.of("k", inOrder(3, 1), "j", Set.of()),
+                List.of(inOrder("q", "p")),
+                inOrder(new Tenant("us", 2, "initech"), new Tenant("eu", 1, "acme")));
+        KeyCodec<Deep> codec = KeyCodec.defaultFor(Deep.class);
+
+        String encoded = codec.encode(key);
+        Deep decoded = codec.decode(encoded);
+
+        assertEquals(key, decoded);
+        // The decoded sets are hash sets iterating in their own order; the stored form is the same.
+        assertEquals(encoded, codec.encode(decoded));
+        KeyCodec<Tagged> tagged = KeyCodec.defaultFor(Tagged.class);
+        Tagged three = new Tagged("t", inOrder("c", "b", "a"));
+        assertEquals(three, tagged.decode(tagged.encode(three)));
+        assertEquals(tagged.encode(three), tagged.encode(tagged.decode(tagged.encode(three))));
+    }
+
+    @Test
+    void aSetKeyOfItsOwnIsSortedToo() {
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        KeyCodec<Set<String>> codec = (KeyCodec) KeyCodec.json(Set.class);
+
+        assertEquals("[\"a\",\"b\"]", codec.encode(inOrder("b", "a")));
+        assertEquals(codec.encode(inOrder("a", "b")), codec.encode(inOrder("b", "a")));
+        assertEquals(Set.of("a", "b"), codec.decode("[\"b\",\"a\"]"));
+    }
+
+    @Test
+    void aSetWrittenWithItsTypeIsSortedInsideTheTypeWrapper() {
+        KeyCodec<Typed> codec = KeyCodec.defaultFor(Typed.class);
+        String encoded = codec.encode(new Typed(inOrder("b", "a")));
+
+        assertEquals("{\"value\":[\"java.util.LinkedHashSet\",[\"a\",\"b\"]]}", encoded);
+        assertEquals(encoded, codec.encode(new Typed(inOrder("a", "b"))));
+        assertEquals(new Typed(Set.of("a", "b")), codec.decode(encoded));
     }
 }

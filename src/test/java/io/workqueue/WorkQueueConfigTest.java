@@ -170,6 +170,33 @@ class WorkQueueConfigTest {
         assertMentions(refused(change), field, value);
     }
 
+    static Stream<Duration> longerThanTheCap() {
+        return Stream.of(ReactiveWorkQueue.MAX_DURATION.plusNanos(1), Duration.ofMillis(Long.MAX_VALUE),
+                Duration.ofSeconds(Long.MAX_VALUE, 999_999_999));
+    }
+
+    @ParameterizedTest
+    @MethodSource("longerThanTheCap")
+    void aDurationLongerThanTheCapIsTheCap(Duration forever) {
+        WorkQueueConfig config = builder().retention(forever).minWakeInterval(forever).enqueueTimeout(forever).build();
+
+        assertEquals(ReactiveWorkQueue.MAX_DURATION, config.retention());
+        assertEquals(ReactiveWorkQueue.MAX_DURATION, config.minWakeInterval());
+        assertEquals(ReactiveWorkQueue.MAX_DURATION, config.enqueueTimeout());
+        assertEquals(config, config.toBuilder().build());
+        assertEquals(config, new WorkQueueConfig("emails", "", "", forever, 0, 500, 1000, 3, forever, forever, false),
+                "the canonical constructor caps too");
+    }
+
+    @Test
+    void theCapItselfIsKept() {
+        Duration max = ReactiveWorkQueue.MAX_DURATION;
+        WorkQueueConfig config = builder().retention(max).minWakeInterval(max).enqueueTimeout(max).build();
+        assertEquals(max, config.retention());
+        assertEquals(max, config.minWakeInterval());
+        assertEquals(max, config.enqueueTimeout());
+    }
+
     @Test
     void theExampleMessageOfTheStyleGuideIsWhatUsersSee() {
         assertEquals("maxClaimBatch must be at least 1 but was 0", refused(b -> b.maxClaimBatch(0)).getMessage());

@@ -9,6 +9,9 @@ import java.time.Duration;
  * conversion can overflow and no interval can leave PostgreSQL's range.
  */
 public final class Durations {
+    /** {@link ReactiveWorkQueue#MAX_DURATION} in whole microseconds: the most any statement binds. */
+    public static final long MAX_MICROS = ReactiveWorkQueue.MAX_DURATION.getSeconds() * 1_000_000L;
+
     private Durations() {}
 
     /** {@code duration}, or {@link ReactiveWorkQueue#MAX_DURATION} if it is longer. */

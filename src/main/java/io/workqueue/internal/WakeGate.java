@@ -45,22 +45,27 @@ public final class WakeGate {
 
     /**
      * @param source      wakeup signals, or {@code null} for none (waits are plain delays)
-     * @param minInterval the floor between two releases
+     * @param minInterval the floor between two releases; longer than
+     *                    {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} is that maximum
      * @param timer       the clock and scheduler for polls and held wakes
      */
     public WakeGate(@Nullable Publisher<?> source, Duration minInterval, Scheduler timer) {
         this.source = source;
-        this.minIntervalNanos = minInterval.toNanos();
+        // Capped, the floor fits a long of nanoseconds with room to add it to the timer's clock.
+        this.minIntervalNanos = Durations.capped(minInterval).toNanos();
         this.timer = timer;
     }
 
     /**
-     * Completes on the next release or after {@code poll}, whichever comes first. Cold; cancelling
-     * it withdraws the wait.
+     * Completes on the next release or after {@code poll} (at most
+     * {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION}), whichever comes first. Cold;
+     * cancelling it withdraws the wait.
      */
     public Mono<Void> await(Duration poll) {
+        // Reactor's timers take a long of nanoseconds, which a longer poll would overflow.
+        Duration bounded = Durations.capped(poll);
         if (source == null) {
-            return Mono.delay(poll, timer).then();
+            return Mono.delay(bounded, timer).then();
         }
         Mono<Void> wake = Mono.create(sink -> {
             boolean now;
@@ -87,7 +92,7 @@ public final class WakeGate {
                 });
             }
         });
-        return Mono.firstWithSignal(wake, Mono.delay(poll, timer).then());
+        return Mono.firstWithSignal(wake, Mono.delay(bounded, timer).then());
     }
 
     private void connectIfNeeded() {

@@ -7,6 +7,7 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.workqueue.InvalidConfigException;
 import io.workqueue.UnsupportedDialectException;
+import io.workqueue.internal.Durations;
 import io.workqueue.internal.Identifiers;
 import java.time.Duration;
 import java.util.Objects;
@@ -73,13 +74,15 @@ public final class PgNotificationListener {
     private volatile @Nullable Disposable session;
     private volatile boolean lost;
 
-    private PgNotificationListener(Builder builder) {
+    /** Takes the builder's values, which {@link Builder#build()} has checked and capped. */
+    private PgNotificationListener(Builder builder, String channel, Duration minBackoff, Duration maxBackoff,
+            Duration healthCheckInterval, Duration healthCheckTimeout) {
         this.connectionFactory = builder.connectionFactory;
-        this.channel = builder.channel;
-        this.minBackoff = builder.minBackoff;
-        this.maxBackoff = builder.maxBackoff;
-        this.healthCheckInterval = builder.healthCheckInterval;
-        this.healthCheckTimeout = builder.healthCheckTimeout;
+        this.channel = channel;
+        this.minBackoff = minBackoff;
+        this.maxBackoff = maxBackoff;
+        this.healthCheckInterval = healthCheckInterval;
+        this.healthCheckTimeout = healthCheckTimeout;
         this.timer = builder.timer;
     }
 
@@ -244,7 +247,11 @@ public final class PgNotificationListener {
 
     /**
      * Assembles a {@link PgNotificationListener}. Not thread-safe; {@link #build()} validates
-     * synchronously and throws.
+     * synchronously and throws. A duration longer than
+     * {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} means "forever" and is taken as that
+     * maximum: Reactor's back-off and timers work in a {@code long} of nanoseconds (and the
+     * back-off in milliseconds), which a longer one would overflow, ending the listener at its
+     * first reconnect.
      */
     public static final class Builder {
         private final ConnectionFactory connectionFactory;
@@ -265,7 +272,10 @@ public final class PgNotificationListener {
             return this;
         }
 
-        /** Bounds of the jittered exponential back-off between reconnects; default 100 ms to 10 s. */
+        /**
+         * Bounds of the jittered exponential back-off between reconnects; default 100 ms to 10 s.
+         * Either bound longer than {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} is that.
+         */
         public Builder reconnectBackoff(Duration min, Duration max) {
             this.minBackoff = min;
             this.maxBackoff = max;
@@ -275,7 +285,8 @@ public final class PgNotificationListener {
         /**
          * How often an idle session proves its connection with {@code SELECT 1}, and how long the
          * answer may take; default every 30 s within 5 s. A half-open TCP connection gives no
-         * other signal.
+         * other signal. Either longer than {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} is
+         * that.
          */
         public Builder healthCheck(Duration interval, Duration timeout) {
             this.healthCheckInterval = interval;
@@ -301,19 +312,14 @@ public final class PgNotificationListener {
                 throw new InvalidConfigException("channel is required");
             }
             Identifiers.requirePlain("channel", channel);
-            if (minBackoff == null || minBackoff.isNegative() || minBackoff.isZero()) {
-                throw new InvalidConfigException("reconnectBackoff min must be positive but was " + minBackoff);
-            }
-            if (maxBackoff == null || maxBackoff.compareTo(minBackoff) < 0) {
+            Duration min = positive("reconnectBackoff min", minBackoff);
+            if (maxBackoff == null || Durations.capped(maxBackoff).compareTo(min) < 0) {
                 throw new InvalidConfigException("reconnectBackoff max must be at least min (" + minBackoff
                         + ") but was " + maxBackoff);
             }
-            if (healthCheckInterval == null || healthCheckInterval.isNegative() || healthCheckInterval.isZero()) {
-                throw new InvalidConfigException("healthCheck interval must be positive but was " + healthCheckInterval);
-            }
-            if (healthCheckTimeout == null || healthCheckTimeout.isNegative() || healthCheckTimeout.isZero()) {
-                throw new InvalidConfigException("healthCheck timeout must be positive but was " + healthCheckTimeout);
-            }
+            Duration max = Durations.capped(maxBackoff);
+            Duration interval = positive("healthCheck interval", healthCheckInterval);
+            Duration timeout = positive("healthCheck timeout", healthCheckTimeout);
             if (connectionFactory instanceof ConnectionPool) {
                 throw new InvalidConfigException("PgNotificationListener needs a non-pooled connection factory:"
                         + " LISTEN outlives a pooled connection's release");
@@ -322,7 +328,15 @@ public final class PgNotificationListener {
             if (!"PostgreSQL".equalsIgnoreCase(product)) {
                 throw new UnsupportedDialectException("LISTEN/NOTIFY needs PostgreSQL, but the factory reports " + product);
             }
-            return new PgNotificationListener(this);
+            return new PgNotificationListener(this, channel, min, max, interval, timeout);
+        }
+
+        /** {@code value} capped, if positive; else refused, naming {@code field}. */
+        private static Duration positive(String field, @Nullable Duration value) {
+            if (value == null || value.isNegative() || value.isZero()) {
+                throw new InvalidConfigException(field + " must be positive but was " + value);
+            }
+            return Durations.capped(value);
         }
     }
 }

@@ -1,5 +1,7 @@
 package io.workqueue.postgres;
 
+import io.workqueue.internal.CodePointOrder;
+import io.workqueue.internal.Durations;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -11,9 +13,19 @@ import java.util.Map;
  *
  * @param key         the vetted encoding
  * @param priority    higher runs first
- * @param delayMicros delay before the item is available, in microseconds, never negative
+ * @param delayMicros delay before the item is available, in microseconds, from 0 to
+ *                    {@link Durations#MAX_MICROS}
  */
 record EncodedEntry(String key, int priority, long delayMicros) {
+
+    /**
+     * Bounds the delay to what {@code now() + delay} can always take: a negative delay is 0, and
+     * one past the cap is the cap. A value near a {@code long}'s limit would take the timestamp
+     * out of PostgreSQL's range and fail the upsert of every caller sharing the write.
+     */
+    EncodedEntry {
+        delayMicros = Math.max(0, Math.min(delayMicros, Durations.MAX_MICROS));
+    }
 
     /**
      * Collapses entries naming the same key with the rule the upsert's {@code ON CONFLICT} clause
@@ -30,30 +42,11 @@ record EncodedEntry(String key, int priority, long delayMicros) {
             }
         }
         List<EncodedEntry> merged = new ArrayList<>(byKey.values());
-        merged.sort((a, b) -> compareCodePoints(a.key(), b.key()));
+        merged.sort((a, b) -> CodePointOrder.compare(a.key(), b.key()));
         return merged;
     }
 
     private EncodedEntry mergedWith(EncodedEntry other) {
         return new EncodedEntry(key, Math.max(priority, other.priority), Math.min(delayMicros, other.delayMicros));
-    }
-
-    /**
-     * Code-point order, which for valid strings is UTF-8 byte order. {@link String#compareTo}
-     * compares UTF-16 units and disagrees for characters above U+FFFF versus U+E000..U+FFFF.
-     */
-    static int compareCodePoints(String a, String b) {
-        int i = 0;
-        int j = 0;
-        while (i < a.length() && j < b.length()) {
-            int ca = a.codePointAt(i);
-            int cb = b.codePointAt(j);
-            if (ca != cb) {
-                return Integer.compare(ca, cb);
-            }
-            i += Character.charCount(ca);
-            j += Character.charCount(cb);
-        }
-        return Integer.compare(a.length() - i, b.length() - j);
     }
 }

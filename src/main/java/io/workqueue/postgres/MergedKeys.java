@@ -30,6 +30,10 @@ final class MergedKeys {
      * credited to the first only, so the counts add up to what the statement completed, exactly as
      * if the calls had run one after the other.
      *
+     * <p>A missing list is believed to mean "every key" only when {@code completed} says so too;
+     * otherwise it names no key and nobody is credited. A count may then fall short of what the
+     * statement did, but it never credits a caller with an item nobody completed.
+     *
      * @param callers   each caller's distinct keys
      * @param completed how many items the statement completed
      * @param which     the keys it completed, or {@code null} when it completed every key named
@@ -38,12 +42,13 @@ final class MergedKeys {
         if (callers.size() == 1) {
             return List.of(completed);
         }
+        @Nullable Set<String> completedKeys = which != null || completed == union(callers).length ? which : Set.of();
         List<Long> counts = new ArrayList<>(callers.size());
         Set<String> credited = new HashSet<>();
         for (String[] keys : callers) {
             long mine = 0;
             for (String key : keys) {
-                if ((which == null || which.contains(key)) && credited.add(key)) {
+                if ((completedKeys == null || completedKeys.contains(key)) && credited.add(key)) {
                     mine++;
                 }
             }

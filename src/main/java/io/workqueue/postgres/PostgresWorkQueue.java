@@ -17,6 +17,7 @@ import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
 import io.workqueue.internal.Backoff;
 import io.workqueue.internal.DemandPacedClaims;
+import io.workqueue.internal.Durations;
 import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.KeyVetting;
 import io.workqueue.internal.QueueMetrics;
@@ -196,7 +197,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         List<EncodedEntry> encoded = new ArrayList<>(entries.size());
         for (Entry<K> entry : entries) {
             Objects.requireNonNull(entry, "entry");
-            encoded.add(new EncodedEntry(KeyVetting.encode(codec, entry.key()), entry.priority(), micros(entry.delay())));
+            encoded.add(new EncodedEntry(KeyVetting.encode(codec, entry.key()), entry.priority(),
+                    Durations.micros(entry.delay())));
         }
         return encoded;
     }
@@ -247,7 +249,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      */
     private Mono<Leased<K>> leaseDue(String statementSql, int limit, Duration lease, UnaryOperator<Statement> bindRest) {
         int batch = limit <= 0 || limit > config.maxClaimBatch() ? config.maxClaimBatch() : limit;
-        long leaseMicros = micros(lease);
+        long leaseMicros = Durations.micros(lease);
         return Mono.defer(() -> {
             long start = System.nanoTime();
             return inConnection(connection -> Flux.from(bindRest.apply(connection.createStatement(statementSql)
@@ -379,7 +381,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                         .concatMap(result -> result.map((row, meta) -> {
                             long count = longValue(row.get(0, Long.class));
                             String[] some = row.get(1, String[].class);
-                            // Null: every key named was completed.
+                            // Null: every key named was completed (MergedKeys checks it against the count).
                             return MergedKeys.credit(callers, count, some == null ? null : new HashSet<>(Arrays.asList(some)));
                         }))
                         .single()))
@@ -404,7 +406,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     /** {@link #release} of keys already encoded, vetted and distinct. */
     private Mono<Long> releaseEncoded(Duration delay, @Nullable Throwable cause, String[] encoded) {
         return Mono.defer(() -> {
-            long delayMicros = delay.isNegative() ? 0 : micros(delay);
+            long delayMicros = Durations.micros(delay);
             String error = describe(cause);
             return writeEncoded(encoded, sql.releaseKeys, statement -> {
                 statement.bind(2, delayMicros);
@@ -456,7 +458,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Mono.defer(() -> withRetries(inConnection(connection -> rowsUpdated(
                 connection.createStatement(sql.reapCompleted)
                         .bind(0, config.name())
-                        .bind(1, micros(config.retention()))
+                        .bind(1, Durations.micros(config.retention()))
                         .bind(2, config.reapBatchSize()))))
                 .doOnNext(metrics::reaped));
     }
@@ -579,10 +581,6 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      */
     private static <T> List<T> listView(T[] array) {
         return array == null ? null : Arrays.asList(array);
-    }
-
-    private static long micros(Duration duration) {
-        return duration.getSeconds() * 1_000_000L + duration.getNano() / 1_000;
     }
 
     private static long longValue(@Nullable Long value) {

@@ -63,7 +63,7 @@ final class Sql {
     /**
      * $1 queue, $2 keys text[]; marks the items completed or, when the queue deletes on complete,
      * deletes them. One row: "completed", the count, and "completed_keys", null when every key
-     * named was completed, else the keys that were.
+     * named was completed, else the keys that were (empty when none was).
      */
     final String completeKeys;
     /**
@@ -149,9 +149,11 @@ final class Sql {
                 WITH %1$s
                 -- One row: how many items were completed and, only when that is fewer than the keys
                 -- named, which ones, so a merged write can credit each caller. Usually every key
-                -- completes and the count is all that crosses the wire.
+                -- completes and the count is all that crosses the wire. array_agg over no rows is
+                -- NULL, which would read as "all": none completed is the empty array.
                 SELECT count(*) AS completed,
-                    CASE WHEN count(*) < cardinality($2::text[]) THEN array_agg(item_key) END AS completed_keys
+                    CASE WHEN count(*) < cardinality($2::text[])
+                        THEN COALESCE(array_agg(item_key), '{}'::text[]) END AS completed_keys
                 FROM done
                 """.formatted(completing.apply(2)));
         this.releaseKeys = compact("WITH " + lockedKeys(2, "AND completed_at IS NULL") + """

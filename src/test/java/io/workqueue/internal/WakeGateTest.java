@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.workqueue.ReactiveWorkQueue;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -108,6 +109,43 @@ class WakeGateTest {
                 .expectNoEvent(Duration.ofMillis(299))
                 .thenAwait(Duration.ofMillis(1))
                 .verifyComplete();
+    }
+
+    // ---------------------------------------------------------------- "forever"
+
+    @Test
+    void withoutASourceAForeverPollWaitsExactlyTheCap() {
+        WakeGate plain = new WakeGate(null, FLOOR, vts);
+        StepVerifier.withVirtualTime(() -> plain.await(Duration.ofSeconds(Long.MAX_VALUE, 999_999_999)),
+                        () -> vts, Long.MAX_VALUE)
+                .expectSubscription()
+                .expectNoEvent(ReactiveWorkQueue.MAX_DURATION.minusNanos(1))
+                .thenAwait(Duration.ofNanos(1))
+                .verifyComplete();
+    }
+
+    @Test
+    void aForeverPollStillEndsAtTheFirstWake() {
+        StepVerifier.withVirtualTime(() -> gate.await(Duration.ofMillis(Long.MAX_VALUE)), () -> vts, Long.MAX_VALUE)
+                .expectSubscription()
+                .then(this::wake)
+                .verifyComplete();
+    }
+
+    @Test
+    void aForeverFloorLetsTheFirstWakeThroughAndHoldsLaterOnesPastThePoll() {
+        WakeGate slow = new WakeGate(wakes.asFlux(), Duration.ofSeconds(Long.MAX_VALUE, 999_999_999), vts);
+        AtomicInteger completed = new AtomicInteger();
+        slow.await(LONG_POLL).subscribe(null, e -> { throw new AssertionError(e); }, completed::incrementAndGet);
+        wake();
+        assertEquals(1, completed.get(), "no floor has started before the first release");
+
+        slow.await(LONG_POLL).subscribe(null, e -> { throw new AssertionError(e); }, completed::incrementAndGet);
+        wake();
+        advance(LONG_POLL.minusMillis(1));
+        assertEquals(1, completed.get(), "a wake inside the floor is held");
+        advance(Duration.ofMillis(1));
+        assertEquals(2, completed.get(), "the poll ends the wait");
     }
 
     // ---------------------------------------------------------------- wakes

@@ -138,7 +138,39 @@ class PgNotificationListenerIT {
     @Test
     void aKilledBackendIsReplacedAndLaterNotificationsArrive() {
         String channel = uniqueChannel();
-        PgNotificationListener listener = listener(channel);
+        assertReconnectsAfterItsBackendIsKilled(listener(channel), channel);
+    }
+
+    @Test
+    void aForeverReconnectCeilingStillReconnects() {
+        String channel = uniqueChannel();
+        PgNotificationListener listener = PgNotificationListener.builder(TestDatabase.plain())
+                .channel(channel)
+                .reconnectBackoff(Duration.ofMillis(50), Duration.ofSeconds(Long.MAX_VALUE, 999_999_999))
+                .build();
+        listeners.add(listener);
+        assertReconnectsAfterItsBackendIsKilled(listener, channel);
+    }
+
+    @Test
+    void aForeverHealthCheckStillListens() {
+        String channel = uniqueChannel();
+        Duration forever = Duration.ofSeconds(Long.MAX_VALUE, 999_999_999);
+        PgNotificationListener listener = PgNotificationListener.builder(TestDatabase.plain())
+                .channel(channel)
+                .healthCheck(forever, forever)
+                .build();
+        listeners.add(listener);
+        List<String> payloads = new CopyOnWriteArrayList<>();
+        subscriptions.add(listener.notifications().subscribe(n -> payloads.add(n.getParameter())));
+        awaitSession(listener);
+
+        TestDatabase.execute("SELECT pg_notify('" + channel + "', 'hello')");
+        Poll.until(TIMEOUT, "the notification", () -> payloads.contains("hello"));
+    }
+
+    /** Kills the listener's backend and expects a second session and notifications after it. */
+    private void assertReconnectsAfterItsBackendIsKilled(PgNotificationListener listener, String channel) {
         AtomicInteger sessions = new AtomicInteger();
         List<String> payloads = new CopyOnWriteArrayList<>();
         AtomicInteger terminations = new AtomicInteger();
@@ -158,7 +190,10 @@ class PgNotificationListenerIT {
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1", "LISTEN " + channel);
         assertEquals(1L, killed, "the listener's backend was found and terminated");
 
-        Poll.until(TIMEOUT, "session re-established after pg_terminate_backend", () -> sessions.get() == 2);
+        Poll.until(TIMEOUT, "session re-established after pg_terminate_backend",
+                () -> sessions.get() == 2 || terminations.get() > 0);
+        assertEquals(0, terminations.get(), "subscribers never see a lost connection as completion or error");
+        assertEquals(2, sessions.get());
         TestDatabase.execute("SELECT pg_notify('" + channel + "', 'after')");
         Poll.until(TIMEOUT, "notification after reconnect", () -> payloads.contains("after"));
         assertEquals(0, terminations.get(), "subscribers never see a lost connection as completion or error");

@@ -1,23 +1,31 @@
 package io.workqueue.postgres;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.micrometer.core.instrument.MeterRegistry;
+import io.r2dbc.spi.Connection;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueConfig;
+import io.workqueue.WorkQueueMeters;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.Queues;
 import io.workqueue.testing.RowLock;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -121,6 +129,51 @@ class CompleteGroupCommitIT {
         }
         assertEquals(0L, await(again), "a key named by an earlier caller is credited to that caller");
         assertEquals(0L, queue.stats().block(WAIT).pending());
+    }
+
+    @Test
+    void mergedCompletesOfWhichNothingCompletesEachCountZeroAndTheMetricCountsNothing() {
+        String name = TestDatabase.uniqueName("nothing");
+        MeterRegistry registry = new SimpleMeterRegistry();
+        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(TestDatabase.pool(), String.class)
+                .config(WorkQueueConfig.builder(name).tablePrefix(prefix).build())
+                .meterRegistry(registry)
+                .build();
+        queue.enqueueKeys("blocker", "done").block(WAIT);
+        assertEquals(1L, queue.complete("done").block(WAIT));
+        Parked parked = park(queue);
+
+        // Both ride the write after the parked one, and between them complete no row at all: one
+        // key is already completed, the others were never enqueued.
+        CompletableFuture<Long> again = queue.complete("done", "never enqueued").toFuture();
+        CompletableFuture<Long> unknown = queue.complete("nobody").toFuture();
+
+        parked.lock().release();
+        assertEquals(1L, await(parked.write()));
+        assertEquals(0L, await(again), "completing a completed key and an unknown one completes nothing");
+        assertEquals(0L, await(unknown), "completing an unknown key completes nothing");
+        assertEquals(2.0, registry.get(WorkQueueMeters.COMPLETED).tag(WorkQueueMeters.QUEUE_TAG, name).counter().count(),
+                "the metric counts \"done\" and \"blocker\", once each");
+    }
+
+    @Test
+    void theStatementAnswersNoneCompletedWithAnEmptyListNotNull() {
+        // NULL is the statement's "every key completed"; it must never stand for "none".
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "statement");
+        queue.enqueueKeys("done").block(WAIT);
+        assertEquals(1L, queue.complete("done").block(WAIT));
+        for (boolean deleteOnComplete : new boolean[] {false, true}) {
+            String statement = new Sql(prefix, false, deleteOnComplete).completeKeys;
+            Optional<String[]> completedKeys = Mono.usingWhen(TestDatabase.pool().create(),
+                            c -> Mono.from(c.createStatement(statement)
+                                            .bind(0, queue.name())
+                                            .bind(1, new String[] {"done", "never enqueued"})
+                                            .execute())
+                                    .flatMap(r -> Mono.from(r.map((row, meta) -> Optional.ofNullable(row.get(1, String[].class))))),
+                            Connection::close)
+                    .block(WAIT);
+            assertArrayEquals(new String[0], completedKeys.orElse(null), "deleteOnComplete " + deleteOnComplete);
+        }
     }
 
     @Test

@@ -3,6 +3,8 @@ package io.workqueue.postgres;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.workqueue.internal.CodePointOrder;
+import io.workqueue.internal.Durations;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -45,6 +47,14 @@ class EncodedEntryTest {
     }
 
     @Test
+    void aDelayIsBoundedToWhatATimestampCanTake() {
+        assertEquals(0, new EncodedEntry("k", 0, -5).delayMicros());
+        assertEquals(Durations.MAX_MICROS, new EncodedEntry("k", 0, Long.MAX_VALUE).delayMicros());
+        assertEquals(Durations.MAX_MICROS, new EncodedEntry("k", 0, Durations.MAX_MICROS).delayMicros());
+        assertEquals(123, new EncodedEntry("k", 0, 123).delayMicros());
+    }
+
+    @Test
     void nothingToMergeGivesAnEmptyList() {
         assertEquals(List.of(), EncodedEntry.merge(List.of()));
         assertEquals(List.of(), EncodedEntry.merge(List.of(List.of(), List.of())));
@@ -83,20 +93,20 @@ class EncodedEntryTest {
         keys.addAll(List.of("a", "a" + GRIN, "a" + REPLACEMENT, "a\uE000", "ab"));
 
         List<String> byCodePoint = new ArrayList<>(keys);
-        byCodePoint.sort(EncodedEntry::compareCodePoints);
+        byCodePoint.sort(CodePointOrder::compare);
         List<String> byBytes = new ArrayList<>(keys);
         byBytes.sort((x, y) -> Arrays.compareUnsigned(x.getBytes(StandardCharsets.UTF_8), y.getBytes(StandardCharsets.UTF_8)));
         assertEquals(byBytes, byCodePoint);
     }
 
     @Test
-    void compareCodePointsIsAConsistentOrder() {
-        assertEquals(0, EncodedEntry.compareCodePoints(GRIN + "a", GRIN + "a"));
-        assertTrue(EncodedEntry.compareCodePoints("a", "ab") < 0);
-        assertTrue(EncodedEntry.compareCodePoints("ab", "a") > 0);
-        assertTrue(EncodedEntry.compareCodePoints(GRIN, REPLACEMENT) > 0);
-        assertTrue(EncodedEntry.compareCodePoints(REPLACEMENT, GRIN) < 0);
-        assertTrue(EncodedEntry.compareCodePoints("\uD83D\uDE00", "\uD83D\uDE01") < 0);
+    void codePointOrderIsAConsistentOrder() {
+        assertEquals(0, CodePointOrder.compare(GRIN + "a", GRIN + "a"));
+        assertTrue(CodePointOrder.compare("a", "ab") < 0);
+        assertTrue(CodePointOrder.compare("ab", "a") > 0);
+        assertTrue(CodePointOrder.compare(GRIN, REPLACEMENT) > 0);
+        assertTrue(CodePointOrder.compare(REPLACEMENT, GRIN) < 0);
+        assertTrue(CodePointOrder.compare("\uD83D\uDE00", "\uD83D\uDE01") < 0);
     }
 
     @Test

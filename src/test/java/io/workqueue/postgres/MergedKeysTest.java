@@ -34,6 +34,25 @@ class MergedKeysTest {
     }
 
     @Test
+    void whenNothingCompletesNoCallerIsCreditedEvenWithoutAList() {
+        // No list and a count of 0: "none", never "all" (array_agg over no rows is NULL).
+        List<String[]> callers = List.of(new String[] {"x"}, new String[] {"y", "z"});
+
+        assertEquals(List.of(0L, 0L), MergedKeys.credit(callers, 0, null));
+        assertEquals(List.of(0L, 0L), MergedKeys.credit(callers, 0, Set.of()));
+    }
+
+    @Test
+    void aMissingListMeansEveryKeyOnlyWhenTheCountIsEveryKeyNamed() {
+        // Three distinct keys named; a count short of that with no list names no key, so nobody is
+        // credited rather than everybody: a count may fall short, it never runs over.
+        List<String[]> callers = List.of(new String[] {"a", "b"}, new String[] {"b", "c"});
+
+        assertEquals(List.of(2L, 1L), MergedKeys.credit(callers, 3, null));
+        assertEquals(List.of(0L, 0L), MergedKeys.credit(callers, 2, null));
+    }
+
+    @Test
     void aLoneCallerGetsTheStatementsCount() {
         assertEquals(List.of(1L), MergedKeys.credit(List.<String[]>of(new String[] {"x", "a"}), 1, Set.of("a")));
     }
