@@ -1,0 +1,349 @@
+package io.workqueue.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.r2dbc.spi.R2dbcNonTransientResourceException;
+import io.workqueue.Item;
+import io.workqueue.WorkerOptions;
+import io.workqueue.WriteTimeoutException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+import java.util.function.IntFunction;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscription;
+import reactor.core.publisher.BaseSubscriber;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/**
+ * {@link Worker} on virtual time against a {@link ScriptedQueue}: its back-off, buffering,
+ * hostile-handler and cancel-mid-round paths, in isolation from any database.
+ */
+class WorkerTest {
+    private final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+
+    @AfterEach
+    void disposeTimer() {
+        vts.dispose();
+    }
+
+    private ScriptedQueue queue(String... keys) {
+        return new ScriptedQueue(vts, List.of(keys));
+    }
+
+    private static List<String> keys(int n) {
+        return IntStream.range(0, n).mapToObj(i -> String.format("k%03d", i)).toList();
+    }
+
+    private static WorkerOptions.Builder options(int concurrency) {
+        return WorkerOptions.builder().concurrency(concurrency).claimBatch(concurrency)
+                .lease(Duration.ofMinutes(1)).poll(Duration.ofSeconds(1));
+    }
+
+    /** A subscriber that records what it receives and requests only what the test asks for. */
+    static final class Downstream extends BaseSubscriber<Item<String>> {
+        final List<String> received = new CopyOnWriteArrayList<>();
+        final AtomicReference<Throwable> error = new AtomicReference<>();
+        final AtomicBoolean completed = new AtomicBoolean();
+        private final long initial;
+
+        Downstream(long initial) {
+            this.initial = initial;
+        }
+
+        @Override
+        protected void hookOnSubscribe(Subscription subscription) {
+            if (initial > 0) {
+                subscription.request(initial);
+            }
+        }
+
+        @Override
+        protected void hookOnNext(Item<String> item) {
+            received.add(item.key());
+        }
+
+        @Override
+        protected void hookOnError(Throwable throwable) {
+            error.set(throwable);
+        }
+
+        @Override
+        protected void hookOnComplete() {
+            completed.set(true);
+        }
+    }
+
+    private Downstream run(ScriptedQueue queue, Function<Item<String>, ? extends Publisher<?>> handler,
+            WorkerOptions options, long request) {
+        Downstream downstream = new Downstream(request);
+        new Worker<>(queue, handler, options, vts).flux().subscribe(downstream);
+        return downstream;
+    }
+
+    // ---------------------------------------------------------------- back-off functions
+
+    static Stream<Arguments> brokenBackoffs() {
+        return Stream.of(
+                Arguments.of("throws on overflow", (IntFunction<Duration>) attempts ->
+                        Duration.ofMinutes(1).multipliedBy(Long.MAX_VALUE)),
+                Arguments.of("throws an Error", (IntFunction<Duration>) attempts -> {
+                    throw new AssertionError("back-off bug");
+                }),
+                Arguments.of("returns null", (IntFunction<Duration>) attempts -> null));
+    }
+
+    @ParameterizedTest(name = "a back-off function that {0}")
+    @MethodSource("brokenBackoffs")
+    void aBrokenBackOffFallsBackToTheDefaultTheItemIsReleasedAndTheSlotFreed(String description,
+            IntFunction<Duration> backoff) {
+        ScriptedQueue queue = queue("bad", "good");
+        IllegalStateException failure = new IllegalStateException("render failed");
+
+        Downstream downstream = run(queue,
+                item -> item.key().equals("bad") ? Mono.error(failure) : Mono.empty(),
+                options(1).backoff(backoff).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(10));
+
+        assertEquals(List.of(new ScriptedQueue.Release("bad", WorkerOptions.exponentialBackoff(1), failure)),
+                queue.released);
+        assertEquals(List.of("good"), downstream.received, "the slot was freed for the next item");
+        assertNull(downstream.error.get());
+        downstream.dispose();
+    }
+
+    // ---------------------------------------------------------------- buffering
+
+    @Test
+    void atMostConcurrencyCompletedItemsAreEverBuffered() {
+        ScriptedQueue queue = queue(keys(50).toArray(String[]::new));
+
+        Downstream downstream = run(queue, item -> Mono.empty(), options(4).build(), 1);
+        vts.advanceTimeBy(Duration.ofMinutes(1));
+        assertEquals(1, downstream.received.size());
+        assertTrue(queue.completed.size() - downstream.received.size() <= 4,
+                "completed " + queue.completed.size() + ", delivered " + downstream.received.size());
+        assertTrue(queue.claimed.size() - downstream.received.size() <= 4,
+                "leased " + queue.claimed.size() + ", delivered " + downstream.received.size());
+
+        downstream.request(3);
+        vts.advanceTimeBy(Duration.ofMinutes(1));
+        assertEquals(4, downstream.received.size());
+        assertTrue(queue.claimed.size() - downstream.received.size() <= 4,
+                "leased " + queue.claimed.size() + ", delivered " + downstream.received.size());
+
+        downstream.request(Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofMinutes(1));
+        assertEquals(keys(50), downstream.received, "everything, once, in claim order");
+        downstream.dispose();
+    }
+
+    @Test
+    void withoutDemandNothingIsClaimed() {
+        ScriptedQueue queue = queue("a");
+        Downstream downstream = run(queue, item -> Mono.empty(), options(4).build(), 0);
+        vts.advanceTimeBy(Duration.ofMinutes(1));
+        assertEquals(0, queue.rounds);
+        downstream.dispose();
+    }
+
+    // ---------------------------------------------------------------- hostile handlers
+
+    static Stream<Arguments> failingHandlers() {
+        return Stream.of(
+                Arguments.of("throws a RuntimeException", (Function<Item<String>, Publisher<?>>) item -> {
+                    throw new IllegalStateException("bug");
+                }),
+                Arguments.of("throws an AssertionError", (Function<Item<String>, Publisher<?>>) item -> {
+                    throw new AssertionError("bug");
+                }),
+                Arguments.of("throws a StackOverflowError", (Function<Item<String>, Publisher<?>>) item -> {
+                    throw new StackOverflowError();
+                }),
+                Arguments.of("signals an AssertionError", (Function<Item<String>, Publisher<?>>) item ->
+                        Mono.error(new AssertionError("bug"))),
+                Arguments.of("throws an AssertionError inside its Mono", (Function<Item<String>, Publisher<?>>) item ->
+                        Mono.fromRunnable(() -> {
+                            throw new AssertionError("bug");
+                        })),
+                Arguments.of("throws a StackOverflowError inside its Mono", (Function<Item<String>, Publisher<?>>) item ->
+                        Mono.fromRunnable(() -> {
+                            throw new StackOverflowError();
+                        })),
+                Arguments.of("returns null", (Function<Item<String>, Publisher<?>>) item -> null));
+    }
+
+    @ParameterizedTest(name = "a handler that {0} fails only its own item")
+    @MethodSource("failingHandlers")
+    void aHandlerThatFailsInAnyNonFatalWayFailsOnlyItsOwnItem(String description,
+            Function<Item<String>, Publisher<?>> failing) {
+        ScriptedQueue queue = queue("a", "bad", "b", "c");
+
+        Downstream downstream = run(queue,
+                item -> item.key().equals("bad") ? failing.apply(item) : Mono.delay(Duration.ofMillis(10), vts),
+                options(2).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(10));
+
+        assertNull(downstream.error.get(), () -> "the stream ended: " + downstream.error.get());
+        assertEquals(List.of("bad"), queue.released.stream().map(ScriptedQueue.Release::key).toList());
+        assertEquals(List.of("a", "b", "c"), downstream.received.stream().sorted().toList());
+        downstream.dispose();
+    }
+
+    @Test
+    void aJvmFatalErrorEndsTheStreamWithThatErrorAndNeverHangs() {
+        ScriptedQueue queue = queue("a", "b");
+        OutOfMemoryError fatal = new OutOfMemoryError("simulated");
+
+        Downstream downstream = run(queue, item -> {
+            throw fatal;
+        }, options(1).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(10));
+
+        assertSame(fatal, downstream.error.get());
+        assertEquals(List.of("a"), queue.claimed, "nothing claimed after the stream ended");
+    }
+
+    @Test
+    void aHandlerThatOutlivesItsLeaseIsCancelledAndItsSlotFreed() {
+        ScriptedQueue queue = queue("hangs", "next");
+        AtomicBoolean cancelled = new AtomicBoolean();
+        WorkerOptions options = options(1).lease(Duration.ofSeconds(10)).build();
+
+        Downstream downstream = run(queue,
+                item -> item.key().equals("hangs") ? Mono.never().doOnCancel(() -> cancelled.set(true)) : Mono.empty(),
+                options, Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(9));
+        assertEquals(List.of("hangs"), queue.claimed, "the slot is held while the lease lasts");
+
+        vts.advanceTimeBy(Duration.ofSeconds(2));
+        assertTrue(cancelled.get(), "the handler was cancelled when its lease ended");
+        assertEquals(List.of("next"), downstream.received);
+        assertFalse(queue.completed.contains("hangs"), "a lapsed item is not completed");
+        assertTrue(queue.released.isEmpty(), "nor released: it may be someone else's now");
+        downstream.dispose();
+    }
+
+    // ---------------------------------------------------------------- failed rounds
+
+    @Test
+    void aTimedOutAcknowledgementIsKeptAndRetriedAndTheStreamGoesOn() {
+        ScriptedQueue queue = queue("a", "b");
+        // Round 1 claims; round 2 (ack a + claim) times out; round 3 retries both.
+        queue.roundFailures.add(null);
+        queue.roundFailures.add(new WriteTimeoutException("did not commit in time", Duration.ofSeconds(1), null));
+        WorkerOptions options = options(1).build();
+
+        Downstream downstream = run(queue, item -> Mono.empty(), options, Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(30));
+
+        assertNull(downstream.error.get(), () -> "the stream ended: " + downstream.error.get());
+        assertEquals(List.of("a", "b"), downstream.received);
+        assertEquals(List.of("a", "b"), queue.completed, "a acknowledged once, by the retry");
+    }
+
+    @Test
+    void afterCancellationATimedOutAcknowledgementIsStillRetried() {
+        ScriptedQueue queue = queue("a");
+        Sinks.Empty<Void> gate = Sinks.empty();
+
+        Downstream downstream = run(queue, item -> gate.asMono(), options(1).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+        assertEquals(List.of("a"), queue.claimed);
+        downstream.dispose();
+        queue.roundFailures.add(new WriteTimeoutException("did not commit in time", Duration.ofSeconds(1), null));
+        gate.tryEmitEmpty();
+        vts.advanceTimeBy(Duration.ofSeconds(30));
+
+        assertEquals(2, queue.completeCalls, "the acknowledgement is tried again after its timeout");
+        assertEquals(List.of("a"), queue.completed);
+        assertEquals(List.of("a"), queue.claimed, "nothing claimed after cancellation");
+    }
+
+    @Test
+    void transientRoundFailuresBackOffWithinBoundsAndTheStreamGoesOn() {
+        ScriptedQueue queue = queue("a");
+        for (int i = 0; i < 5; i++) {
+            queue.roundFailures.add(new R2dbcNonTransientResourceException("connection closed", "08006"));
+        }
+
+        Downstream downstream = run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofMillis(50));
+        assertEquals(1, queue.rounds, "no retry before the first back-off");
+        // Five back-offs of at most 0.1 + 0.2 + 0.4 + 0.8 + 1.6 s.
+        vts.advanceTimeBy(Duration.ofMillis(3_100));
+        assertEquals(List.of("a"), downstream.received);
+        assertNull(downstream.error.get());
+        downstream.dispose();
+    }
+
+    @Test
+    void aPermanentRoundFailureEndsTheStreamWithThatError() {
+        ScriptedQueue queue = queue("a");
+        queue.roundFailures.add(null);
+        R2dbcNonTransientResourceException permanent = new R2dbcNonTransientResourceException("no such table", "42P01");
+        queue.roundFailures.add(permanent);
+
+        Downstream downstream = run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(10));
+
+        assertSame(permanent, downstream.error.get());
+        assertEquals(2, queue.rounds, "nothing after the stream ended");
+        assertTrue(queue.completed.isEmpty(), "the unacknowledged item is left to lapse");
+    }
+
+    // ---------------------------------------------------------------- cancellation mid-round
+
+    @Test
+    void cancellingWhileARoundCarryingAcknowledgementsRunsReleasesWhatItLeased() {
+        ScriptedQueue queue = queue("a", "b", "c");
+        AtomicInteger handled = new AtomicInteger();
+
+        queue.roundDelay = Duration.ofSeconds(5);
+
+        Downstream downstream = run(queue, item -> Mono.fromRunnable(handled::incrementAndGet),
+                options(1).build(), Long.MAX_VALUE);
+        // Round 1 leases a by 5 s, its handler finishes at once, round 2 (ack a + claim) runs to 10 s.
+        vts.advanceTimeBy(Duration.ofSeconds(6));
+        assertEquals(List.of("a", "b"), queue.claimed, "round 2 is in flight");
+        assertEquals(1, handled.get());
+        downstream.dispose();
+        vts.advanceTimeBy(Duration.ofSeconds(10));
+
+        assertEquals(List.of("a"), queue.completed, "the acknowledgement went through");
+        assertEquals(List.of(new ScriptedQueue.Release("b", Duration.ZERO, null)), queue.released,
+                "what the round leased after cancellation is handed back at once");
+        assertEquals(1, handled.get(), "and never handled");
+    }
+
+    @Test
+    void cancellingDuringTheWaitForWorkStopsClaiming() {
+        ScriptedQueue queue = queue("a");
+        Downstream downstream = run(queue, item -> Mono.empty(), options(2).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofMillis(1));
+        int rounds = queue.rounds;
+        downstream.dispose();
+        queue.add(List.of("late"));
+        vts.advanceTimeBy(Duration.ofMinutes(1));
+
+        assertEquals(rounds, queue.rounds, "no round after cancellation: nothing left to acknowledge");
+        assertFalse(queue.claimed.contains("late"));
+    }
+}
