@@ -1,0 +1,44 @@
+package io.workqueue.internal;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.core.JsonParseException;
+import io.r2dbc.spi.R2dbcNonTransientResourceException;
+import io.workqueue.WorkQueueException;
+import io.workqueue.WriteTimeoutException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ConnectException;
+import java.nio.channels.ClosedChannelException;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** Which failures a claim loop rides out: only the driver's and the network's, and write timeouts. */
+class SqlStatesTest {
+
+    @Test
+    void anIoFailureFromUserCodeIsNotTransient() {
+        // What the JSON codec throws for a stored key that no longer matches its type.
+        UncheckedIOException decoding = new UncheckedIOException("stored key is not JSON for Tile",
+                new JsonParseException(null, "Unrecognized field \"zoom\""));
+        assertFalse(SqlStates.isTransient(decoding));
+        assertFalse(SqlStates.isTransient(new WorkQueueException("wrapped", decoding)));
+        assertFalse(SqlStates.isTransient(new IllegalStateException(new java.io.FileNotFoundException("x"))));
+    }
+
+    @Test
+    void networkAndDriverIoFailuresAreTransient() {
+        assertTrue(SqlStates.isTransient(new ClosedChannelException()));
+        assertTrue(SqlStates.isTransient(new IllegalStateException(new ConnectException("refused"))));
+        assertTrue(SqlStates.isTransient(new IOException("connection reset by peer")));
+        assertTrue(SqlStates.isTransient(new R2dbcNonTransientResourceException("closed", "08006")));
+    }
+
+    @Test
+    void aWriteWhoseCommitWasNotConfirmedInTimeIsTransient() {
+        assertTrue(SqlStates.isTransient(new WriteTimeoutException("late", Duration.ofSeconds(1), null)));
+        assertTrue(SqlStates.isTransient(new WorkQueueException("complete failed",
+                new WriteTimeoutException("late", Duration.ofSeconds(1), null))));
+    }
+}
