@@ -71,7 +71,7 @@ public interface ReactiveWorkQueue<K> {
      * enqueue-then-claim sees the keys. Cancelling it stops waiting but does not cancel the shared
      * write. A failed write fails every caller in its batch. Signals {@link InvalidKeyException} for
      * a bad key (nothing of this call is written), {@link QueueClosedException} after
-     * {@link #close()}, and a {@link WorkQueueException} if the write outlives
+     * {@link #close()}, and a {@link WriteTimeoutException} if the write outlives
      * {@link WorkQueueConfig#enqueueTimeout()}. An empty collection completes at once.
      */
     Mono<Void> enqueue(Collection<Entry<K>> entries);
@@ -160,7 +160,7 @@ public interface ReactiveWorkQueue<K> {
      * two concurrent calls is counted for one of them only, so the counts add up to the items
      * completed. Cancelling stops waiting but does not cancel the shared write (the items may still
      * be completed); a failed write fails every caller in its batch, and a write that outlives
-     * {@link WorkQueueConfig#enqueueTimeout()} fails with {@link WorkQueueException}. Retryable
+     * {@link WorkQueueConfig#enqueueTimeout()} fails with {@link WriteTimeoutException}. Retryable
      * conflicts (40001, 40P01) are retried up to {@link WorkQueueConfig#writeAttempts()}. An empty
      * collection emits 0 at once. Unlike enqueue, complete keeps working after {@link #close()}.
      */

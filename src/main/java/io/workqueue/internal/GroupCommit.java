@@ -1,12 +1,11 @@
 package io.workqueue.internal;
 
 import io.workqueue.QueueClosedException;
-import io.workqueue.WorkQueueException;
+import io.workqueue.WriteTimeoutException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
@@ -54,7 +53,8 @@ public final class GroupCommit<T, R> {
      * @param operation names what the writes do ("enqueue", "complete") in errors and logs
      * @param write     performs one merged write of every payload in the list and emits one result
      *                  per payload, in the list's order; never called concurrently with itself
-     * @param timeout   bound on one write; on expiry every caller in the batch fails
+     * @param timeout   bound on one write; on expiry every caller in the batch fails with a
+     *                  {@link WriteTimeoutException}
      * @param timer     the scheduler for the timeout
      */
     public GroupCommit(String name, String operation, Function<List<T>, Mono<List<R>>> write, Duration timeout,
@@ -174,9 +174,12 @@ public final class GroupCommit<T, R> {
             Mono<List<R>> run = payloads.isEmpty()
                     ? Mono.just(List.of())
                     : Mono.defer(() -> write.apply(payloads))
-                            .timeout(timeout, timer)
-                            .onErrorMap(TimeoutException.class, e -> new WorkQueueException(
-                                    operation + " on queue " + name + " did not commit within " + timeout, e))
+                            // A fallback rather than mapping TimeoutException: only this bound's
+                            // expiry leaves the outcome unknown, not a TimeoutException the write
+                            // itself signals.
+                            .timeout(timeout, Mono.error(() -> new WriteTimeoutException(
+                                    operation + " on queue " + name + " did not commit within " + timeout, timeout, null)),
+                                    timer)
                             .flatMap(results -> results.size() == payloads.size()
                                     ? Mono.just(results)
                                     : Mono.error(new IllegalStateException(operation + " on queue " + name + " returned "

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.workqueue.QueueClosedException;
-import io.workqueue.WorkQueueException;
+import io.workqueue.WriteTimeoutException;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -271,7 +271,7 @@ class GroupCommitTest {
     }
 
     @Test
-    void aWriteThatOutlivesItsTimeoutFailsItsBatchWithAWorkQueueException() {
+    void aWriteThatOutlivesItsTimeoutFailsItsBatchWithAWriteTimeoutException() {
         HeldWrites writes = new HeldWrites();
         GroupCommit<String, Void> commit = enqueueLike("emails", writes, Duration.ofSeconds(10), vts);
 
@@ -281,8 +281,8 @@ class GroupCommitTest {
         assertTrue(a.waiting());
         vts.advanceTimeBy(Duration.ofMillis(1));
 
-        WorkQueueException error = assertInstanceOf(WorkQueueException.class, a.error);
-        assertInstanceOf(TimeoutException.class, error.getCause());
+        WriteTimeoutException error = assertInstanceOf(WriteTimeoutException.class, a.error);
+        assertEquals(Duration.ofSeconds(10), error.timeout());
         assertTrue(error.getMessage().contains("emails"), error.getMessage());
         assertEquals(1, writes.cancelled.get(), "the timed-out write is abandoned");
 
@@ -291,6 +291,14 @@ class GroupCommitTest {
         writes.inFlight.poll(); // the abandoned write's signal
         writes.completeNext();
         assertTrue(b.completed);
+    }
+
+    @Test
+    void aTimeoutExceptionTheWriteItselfSignalsIsAFailureNotAWriteTimeout() {
+        TimeoutException own = new TimeoutException("the write's own deadline");
+        GroupCommit<String, Void> commit = enqueueLike("q", payloads -> Mono.error(own), TIMEOUT, vts);
+
+        StepVerifier.create(Mono.defer(() -> commit.submit("a"))).expectErrorSatisfies(e -> assertSame(own, e)).verify(TIMEOUT);
     }
 
     // ---------------------------------------------------------------- close

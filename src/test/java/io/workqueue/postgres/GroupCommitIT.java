@@ -11,7 +11,7 @@ import io.workqueue.Entry;
 import io.workqueue.InvalidKeyException;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
-import io.workqueue.WorkQueueException;
+import io.workqueue.WriteTimeoutException;
 import io.workqueue.internal.SqlStates;
 import io.workqueue.testing.Faults;
 import io.workqueue.testing.Poll;
@@ -366,7 +366,7 @@ class GroupCommitIT {
         queue.enqueueKeys("blocker").block(WAIT);
         try (RowLock lock = RowLock.hold(Queues.table(prefix), queue.name(), "blocker")) {
             Throwable error = failureOf(queue.enqueue(Entry.of("blocker").withPriority(1), Entry.of("x")).toFuture());
-            assertInstanceOf(WorkQueueException.class, error);
+            assertEquals(Duration.ofMillis(300), assertInstanceOf(WriteTimeoutException.class, error).timeout());
             lock.release();
         }
         queue.enqueueKeys("after").block(WAIT);
