@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
@@ -25,7 +26,10 @@ import reactor.core.scheduler.Scheduler;
  * writes at once (no timer). Each submission's {@code Mono} emits its own result from the write
  * that carried it (or completes empty for a write without results), fails when that write fails,
  * and is the caller's alone: cancelling it never cancels the write, because the write is
- * subscribed here, not by any caller.
+ * subscribed here, not by any caller. Nothing a caller's own code does when signalled (throwing
+ * from an error handler, even a {@link VirtualMachineError} thrown down its chain) can stop the
+ * group commit: every other caller of the batch is still signalled, the next write still starts,
+ * and the throw is logged.
  *
  * <p>Thread-safe. Emission into the sink happens under a lock: a sink refuses concurrent
  * emitters ({@code FAIL_NON_SERIALIZED}), and retrying in a loop both spins and can still give
@@ -171,7 +175,8 @@ public final class GroupCommit<T, R> {
                     payloads.add(s.payload());
                 }
             }
-            Mono<List<R>> run = payloads.isEmpty()
+            Write run = new Write(batch);
+            Mono<List<R>> written = payloads.isEmpty()
                     ? Mono.just(List.of())
                     : Mono.defer(() -> write.apply(payloads))
                             // A fallback rather than mapping TimeoutException: only this bound's
@@ -186,36 +191,75 @@ public final class GroupCommit<T, R> {
                                             + results.size() + " results for " + payloads.size() + " submissions")))
                             .switchIfEmpty(Mono.error(() -> new IllegalStateException(
                                     operation + " on queue " + name + " returned no results")));
-            run.subscribe(
-                    results -> finish(batch, results, null),
-                    error -> finish(batch, List.of(), error));
+            try {
+                written.subscribe(results -> run.finish(results, null), error -> run.finish(List.of(), error));
+            } catch (Throwable fatal) {
+                // Reactor rethrows JVM-fatal errors out of subscribe; the batch must still be told,
+                // and the in-flight flag cleared, or every later caller would wait forever.
+                run.finish(List.of(), fatal);
+            }
         }
 
-        /** Hands each caller its result, in submission order; flush markers have none. */
-        private void finish(List<Submission<T, R>> batch, List<R> results, @Nullable Throwable error) {
-            if (error != null) {
-                // One line per failed flush, without a stack trace: during an outage every flush
-                // fails the same way, and each caller receives the exception itself.
-                log.error("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(), name,
-                        error.getMessage() != null ? error.getMessage() : error.toString());
-                log.debug("group-committed {} failure on queue {}", operation, name, error);
+        /** One batch being written; finishes once, whichever signal or throw comes first. */
+        private final class Write {
+            private final List<Submission<T, R>> batch;
+            private final AtomicBoolean finished = new AtomicBoolean();
+
+            Write(List<Submission<T, R>> batch) {
+                this.batch = batch;
             }
-            int next = 0;
-            for (Submission<T, R> s : batch) {
-                if (error != null) {
-                    s.done().tryEmitError(error);
-                } else if (s.payload() == null) {
-                    s.done().tryEmitEmpty();
-                } else {
-                    R result = results.get(next++);
-                    if (result == null) {
-                        s.done().tryEmitEmpty();
-                    } else {
-                        s.done().tryEmitValue(result);
+
+            /** Hands each caller its result, in submission order, then lets the next write start. */
+            void finish(List<R> results, @Nullable Throwable error) {
+                if (!finished.compareAndSet(false, true)) {
+                    return;
+                }
+                try {
+                    if (error != null) {
+                        // One line per failed write, without a stack trace: during an outage every
+                        // write fails the same way, and each caller receives the exception itself.
+                        log.error("group-committed {} of {} submissions on queue {} failed: {}", operation,
+                                batch.size(), name, error.getMessage() != null ? error.getMessage() : error.toString());
+                        log.debug("group-committed {} failure on queue {}", operation, name, error);
                     }
+                    signal(results, error);
+                } finally {
+                    takeNextBatch();
                 }
             }
-            takeNextBatch();
+
+            /**
+             * Signals every caller, each in isolation: a caller's code runs on this thread when
+             * signalled, and whatever it throws must reach neither the other callers nor the drain.
+             */
+            private void signal(List<R> results, @Nullable Throwable error) {
+                Throwable firstThrown = null;
+                int throwers = 0;
+                int next = 0;
+                for (Submission<T, R> s : batch) {
+                    R result = error == null && s.payload() != null ? results.get(next++) : null;
+                    try {
+                        if (error != null) {
+                            s.done().tryEmitError(error);
+                        } else if (result == null) {
+                            s.done().tryEmitEmpty();
+                        } else {
+                            s.done().tryEmitValue(result);
+                        }
+                    } catch (Throwable thrown) {
+                        if (throwers++ == 0) {
+                            firstThrown = thrown;
+                        }
+                    }
+                }
+                if (firstThrown != null) {
+                    // Logged once per write, with the first trace: a caller that throws usually
+                    // does so for every write, and the log should not scale with the callers.
+                    log.error("{} of {} callers of a group-committed {} on queue {} threw when signalled;"
+                            + " the others were signalled and the group commit carries on", throwers, batch.size(),
+                            operation, name, firstThrown);
+                }
+            }
         }
 
         private void takeNextBatch() {

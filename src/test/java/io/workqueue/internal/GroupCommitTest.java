@@ -1,5 +1,6 @@
 package io.workqueue.internal;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -299,6 +300,68 @@ class GroupCommitTest {
         GroupCommit<String, Void> commit = enqueueLike("q", payloads -> Mono.error(own), TIMEOUT, vts);
 
         StepVerifier.create(Mono.defer(() -> commit.submit("a"))).expectErrorSatisfies(e -> assertSame(own, e)).verify(TIMEOUT);
+    }
+
+    // ---------------------------------------------------------------- callers' own code
+
+    /** A caller whose error handler rethrows, as {@code subscribe(v -> {}, e -> { throw ... })} does. */
+    private static Disposable rethrowingCaller(GroupCommit<String, Void> commit, String payload, AtomicInteger heard) {
+        return Mono.defer(() -> commit.submit(payload)).subscribe(null, e -> {
+            heard.incrementAndGet();
+            throw new IllegalStateException("the caller's own handler", e);
+        });
+    }
+
+    @Test
+    void aCallerWhoseErrorHandlerThrowsNeitherSilencesTheRestOfItsBatchNorStopsTheNextWrite() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
+        RuntimeException failure = new RuntimeException("lock timeout");
+        Caller blocker = new Caller(commit, "blocker");
+        Caller before = new Caller(commit, "before");
+        AtomicInteger heard = new AtomicInteger();
+        rethrowingCaller(commit, "thrower", heard);
+        Caller after = new Caller(commit, "after");
+        writes.completeNext();
+        assertTrue(blocker.completed);
+
+        assertDoesNotThrow(() -> writes.failNext(failure), "a caller's throw must not reach the write's thread");
+
+        assertEquals(1, heard.get());
+        assertSame(failure, before.error);
+        assertSame(failure, after.error, "told although a caller ahead of it in the batch threw");
+        Caller later = new Caller(commit, "later");
+        assertEquals(List.of("later"), writes.batches.get(2), "the next write starts");
+        writes.completeNext();
+        assertTrue(later.completed);
+        StepVerifier.create(commit.close()).verifyComplete();
+    }
+
+    @Test
+    void aJvmFatalErrorThrownDownACallersChainDoesNotWedgeTheCommit() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
+        Caller blocker = new Caller(commit, "blocker");
+        // An operator in the caller's chain rethrows a VirtualMachineError rather than signal it.
+        AtomicBoolean thrown = new AtomicBoolean();
+        Mono.defer(() -> commit.submit("fatal"))
+                .doOnSuccess(ignored -> {
+                    thrown.set(true);
+                    throw new InternalError("thrown down the caller's chain");
+                })
+                .subscribe(null, e -> {});
+        Caller sameBatch = new Caller(commit, "same-batch");
+        writes.completeNext();
+
+        assertDoesNotThrow(writes::completeNext);
+
+        assertTrue(thrown.get());
+        assertTrue(blocker.completed);
+        assertTrue(sameBatch.completed);
+        Caller later = new Caller(commit, "later");
+        writes.completeNext();
+        assertTrue(later.completed);
+        StepVerifier.create(commit.close()).verifyComplete();
     }
 
     // ---------------------------------------------------------------- close
