@@ -3,11 +3,14 @@ package io.workqueue.internal;
 import io.workqueue.QueueClosedException;
 import io.workqueue.WriteTimeoutException;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.function.ToIntFunction;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import org.slf4j.Logger;
@@ -20,16 +23,22 @@ import reactor.core.scheduler.Scheduler;
 /**
  * Merges concurrent submissions into one write at a time.
  *
- * <p>Submissions go into a {@link Sinks.Many} drained by one subscriber. While a write is in
- * flight, everything that arrives accumulates; when it finishes, all of it becomes the next write.
- * So however many callers submit concurrently, exactly one write is in flight, and an idle queue
- * writes at once (no timer). Each submission's {@code Mono} emits its own result from the write
- * that carried it (or completes empty for a write without results), fails when that write fails,
- * and is the caller's alone: cancelling it never cancels the write, because the write is
- * subscribed here, not by any caller. Nothing a caller's own code does when signalled (throwing
- * from an error handler, even a {@link VirtualMachineError} thrown down its chain) can stop the
- * group commit: every other caller of the batch is still signalled, the next write still starts,
- * and the throw is logged.
+ * <p>Submissions go into a {@link Sinks.Many} drained by one subscriber, which queues them in
+ * arrival order. While a write is in flight, everything that arrives waits in that queue; when it
+ * finishes, the next write takes submissions from the front of the queue until their total weight
+ * (a payload's size: keys, entries) would pass {@code maxWeight}. So however many callers submit
+ * concurrently, exactly one write is in flight, no write carries more than {@code maxWeight}
+ * (except a single submission heavier than that, which is never split and goes alone), a backlog
+ * drains in order at the pace of the writes, and an idle queue writes at once (no timer). The
+ * queue itself is unbounded: every waiting submission is some caller's call in progress, and the
+ * bound that matters is the size of one write, which must fit in its timeout.
+ *
+ * <p>Each submission's {@code Mono} emits its own result from the write that carried it (or
+ * completes empty for a write without results), fails when that write fails, and is the caller's
+ * alone: cancelling it never cancels the write, because the write is subscribed here, not by any
+ * caller. Nothing a caller's own code does when signalled (throwing from an error handler, even a
+ * {@link VirtualMachineError} thrown down its chain) can stop the group commit: every other caller
+ * of the batch is still signalled, the next write still starts, and the throw is logged.
  *
  * <p>Thread-safe. Emission into the sink happens under a lock: a sink refuses concurrent
  * emitters ({@code FAIL_NON_SERIALIZED}), and retrying in a loop both spins and can still give
@@ -44,6 +53,8 @@ public final class GroupCommit<T, R> {
     private final String name;
     private final String operation;
     private final Function<List<T>, Mono<List<R>>> write;
+    private final ToIntFunction<? super T> weight;
+    private final int maxWeight;
     private final Duration timeout;
     private final Scheduler timer;
     private final Sinks.Many<Submission<T, R>> submissions = Sinks.many().unicast().onBackpressureBuffer();
@@ -57,15 +68,23 @@ public final class GroupCommit<T, R> {
      * @param operation names what the writes do ("enqueue", "complete") in errors and logs
      * @param write     performs one merged write of every payload in the list and emits one result
      *                  per payload, in the list's order; never called concurrently with itself
+     * @param weight    the size of one payload, counted against {@code maxWeight}; at least 0
+     * @param maxWeight the most total weight one write carries, unless a single payload alone
+     *                  weighs more; at least 1
      * @param timeout   bound on one write; on expiry every caller in the batch fails with a
      *                  {@link WriteTimeoutException}
      * @param timer     the scheduler for the timeout
      */
-    public GroupCommit(String name, String operation, Function<List<T>, Mono<List<R>>> write, Duration timeout,
-            Scheduler timer) {
+    public GroupCommit(String name, String operation, Function<List<T>, Mono<List<R>>> write,
+            ToIntFunction<? super T> weight, int maxWeight, Duration timeout, Scheduler timer) {
+        if (maxWeight < 1) {
+            throw new IllegalArgumentException("maxWeight must be at least 1 but was " + maxWeight);
+        }
         this.name = name;
         this.operation = operation;
         this.write = write;
+        this.weight = weight;
+        this.maxWeight = maxWeight;
         this.timeout = timeout;
         this.timer = timer;
         submissions.asFlux().subscribe(drain);
@@ -77,11 +96,11 @@ public final class GroupCommit<T, R> {
     }
 
     /**
-     * Submits {@code payload} to the next write. Call at subscription time (inside
-     * {@code Mono.defer}); the returned {@code Mono} is hot: the submission has been made.
+     * Submits {@code payload} to the next write that has room for it. Call at subscription time
+     * (inside {@code Mono.defer}); the returned {@code Mono} is hot: the submission has been made.
      */
     public Mono<R> submit(T payload) {
-        Submission<T, R> submission = new Submission<>(payload, Sinks.one());
+        Submission<T, R> submission = new Submission<>(payload, Math.max(0, weight.applyAsInt(payload)), Sinks.one());
         synchronized (emitLock) {
             if (closed) {
                 return Mono.error(new QueueClosedException("queue " + name + " is closed; " + operation + " refused"));
@@ -116,11 +135,12 @@ public final class GroupCommit<T, R> {
     }
 
     /**
-     * Emits a marker with no payload; the returned {@code Mono} completes when the batch it rides in
-     * finishes, and every earlier submission rode in that batch or an earlier one. Hold emitLock.
+     * Emits a marker with no payload and no weight; the returned {@code Mono} completes when the
+     * batch it rides in finishes. Batches are taken from the front of the queue, so every earlier
+     * submission rode in that batch or an earlier one. Hold emitLock.
      */
     private Mono<Void> emitFlushMarker() {
-        Submission<T, R> marker = new Submission<>(null, Sinks.one());
+        Submission<T, R> marker = new Submission<>(null, 0, Sinks.one());
         emit(marker);
         return marker.done().asMono().then().onErrorResume(e -> Mono.empty());
     }
@@ -134,12 +154,18 @@ public final class GroupCommit<T, R> {
     }
 
     /** One caller's payload and the signal it waits on; a {@code null} payload is a flush marker. */
-    private record Submission<T, R>(@Nullable T payload, Sinks.One<R> done) {}
+    private record Submission<T, R>(@Nullable T payload, int weight, Sinks.One<R> done) {}
 
-    /** The single consumer: accumulates while a write is in flight, then writes all of it. */
+    /**
+     * The single consumer: queues submissions and runs one write at a time from the front of the
+     * queue. Starting writes is a drain loop (a work-in-progress count), not a recursion, because a
+     * write can finish synchronously inside its own start, and a backlog of many small writes would
+     * otherwise nest one stack frame per write.
+     */
     private final class Drain extends BaseSubscriber<Submission<T, R>> {
-        private List<Submission<T, R>> pending = new ArrayList<>();
-        private boolean writing;
+        private final ArrayDeque<Submission<T, R>> pending = new ArrayDeque<>(); // guarded by this
+        private boolean writing; // guarded by this
+        private final AtomicInteger wip = new AtomicInteger();
 
         @Override
         protected void hookOnSubscribe(Subscription subscription) {
@@ -148,23 +174,49 @@ public final class GroupCommit<T, R> {
 
         @Override
         protected void hookOnNext(Submission<T, R> submission) {
-            List<Submission<T, R>> batch;
             synchronized (this) {
                 pending.add(submission);
-                batch = takeBatchIfIdle();
             }
-            if (batch != null) {
-                startWrite(batch);
-            }
+            drainLoop();
         }
 
-        private @Nullable List<Submission<T, R>> takeBatchIfIdle() {
+        /** Starts the next write if none is in flight; any thread may call it, one thread runs it. */
+        private void drainLoop() {
+            if (wip.getAndIncrement() != 0) {
+                return;
+            }
+            int missed = 1;
+            do {
+                List<Submission<T, R>> batch;
+                while ((batch = takeBatchIfIdle()) != null) {
+                    startWrite(batch);
+                }
+                missed = wip.addAndGet(-missed);
+            } while (missed != 0);
+        }
+
+        /**
+         * Takes the next batch from the front of the queue: submissions in order while their weight
+         * fits, the first payload always (a heavy one alone), and the flush markers among them.
+         */
+        private synchronized @Nullable List<Submission<T, R>> takeBatchIfIdle() {
             if (writing || pending.isEmpty()) {
                 return null;
             }
             writing = true;
-            List<Submission<T, R>> batch = pending;
-            pending = new ArrayList<>();
+            List<Submission<T, R>> batch = new ArrayList<>();
+            long taken = 0;
+            boolean carriesPayload = false;
+            for (Submission<T, R> next = pending.peek(); next != null; next = pending.peek()) {
+                if (next.payload() != null) {
+                    if (carriesPayload && taken + next.weight() > maxWeight) {
+                        break;
+                    }
+                    taken += next.weight();
+                    carriesPayload = true;
+                }
+                batch.add(pending.poll());
+            }
             return batch;
         }
 
@@ -176,21 +228,22 @@ public final class GroupCommit<T, R> {
                 }
             }
             Write run = new Write(batch);
-            Mono<List<R>> written = payloads.isEmpty()
-                    ? Mono.just(List.of())
-                    : Mono.defer(() -> write.apply(payloads))
-                            // A fallback rather than mapping TimeoutException: only this bound's
-                            // expiry leaves the outcome unknown, not a TimeoutException the write
-                            // itself signals.
-                            .timeout(timeout, Mono.error(() -> new WriteTimeoutException(
-                                    operation + " on queue " + name + " did not commit within " + timeout, timeout, null)),
-                                    timer)
-                            .flatMap(results -> results.size() == payloads.size()
-                                    ? Mono.just(results)
-                                    : Mono.error(new IllegalStateException(operation + " on queue " + name + " returned "
-                                            + results.size() + " results for " + payloads.size() + " submissions")))
-                            .switchIfEmpty(Mono.error(() -> new IllegalStateException(
-                                    operation + " on queue " + name + " returned no results")));
+            if (payloads.isEmpty()) {
+                run.finish(List.of(), null);
+                return;
+            }
+            Mono<List<R>> written = Mono.defer(() -> write.apply(payloads))
+                    // A fallback rather than mapping TimeoutException: only this bound's expiry is
+                    // a timeout of unknown outcome, not a TimeoutException the write itself signals.
+                    .timeout(timeout, Mono.error(() -> new WriteTimeoutException(
+                            operation + " on queue " + name + " did not commit within " + timeout, timeout, null)),
+                            timer)
+                    .flatMap(results -> results.size() == payloads.size()
+                            ? Mono.just(results)
+                            : Mono.error(new IllegalStateException(operation + " on queue " + name + " returned "
+                                    + results.size() + " results for " + payloads.size() + " submissions")))
+                    .switchIfEmpty(Mono.error(() -> new IllegalStateException(
+                            operation + " on queue " + name + " returned no results")));
             try {
                 written.subscribe(results -> run.finish(results, null), error -> run.finish(List.of(), error));
             } catch (Throwable fatal) {
@@ -216,16 +269,23 @@ public final class GroupCommit<T, R> {
                 }
                 try {
                     if (error != null) {
-                        // One line per failed write, without a stack trace: during an outage every
-                        // write fails the same way, and each caller receives the exception itself.
-                        log.error("group-committed {} of {} submissions on queue {} failed: {}", operation,
-                                batch.size(), name, error.getMessage() != null ? error.getMessage() : error.toString());
-                        log.debug("group-committed {} failure on queue {}", operation, name, error);
+                        report(error);
                     }
                     signal(results, error);
                 } finally {
-                    takeNextBatch();
+                    synchronized (Drain.this) {
+                        writing = false;
+                    }
+                    drainLoop();
                 }
+            }
+
+            private void report(Throwable error) {
+                // One line per failed write, without a stack trace: during an outage every write
+                // fails the same way, and each caller receives the exception itself.
+                log.error("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(), name,
+                        error.getMessage() != null ? error.getMessage() : error.toString());
+                log.debug("group-committed {} failure on queue {}", operation, name, error);
             }
 
             /**
@@ -259,17 +319,6 @@ public final class GroupCommit<T, R> {
                             + " the others were signalled and the group commit carries on", throwers, batch.size(),
                             operation, name, firstThrown);
                 }
-            }
-        }
-
-        private void takeNextBatch() {
-            List<Submission<T, R>> next;
-            synchronized (this) {
-                writing = false;
-                next = takeBatchIfIdle();
-            }
-            if (next != null) {
-                startWrite(next);
             }
         }
     }

@@ -78,10 +78,12 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         this.timer = timer;
         this.metrics = metrics;
         this.sql = new Sql(config.tablePrefix(), !config.notifyChannel().isEmpty(), config.deleteOnComplete());
+        // Both weigh a call by the keys it names, before merging: that is what a write's size
+        // grows with, and it is known without merging.
         this.enqueues = new GroupCommit<>(config.name(), "enqueue", GroupCommit.withoutResults(this::writeMerged),
-                config.enqueueTimeout(), timer);
+                List::size, config.maxWriteBatch(), config.enqueueTimeout(), timer);
         this.completions = new GroupCommit<>(config.name(), "complete", this::completeMerged,
-                config.enqueueTimeout(), timer);
+                keys -> keys.length, config.maxWriteBatch(), config.enqueueTimeout(), timer);
         this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
     }
 

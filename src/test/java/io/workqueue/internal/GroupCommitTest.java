@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.workqueue.QueueClosedException;
@@ -46,10 +47,27 @@ class GroupCommitTest {
 
     private final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 
-    /** A group commit whose writes have no per-caller result, as the enqueue's. */
+    /** A group commit whose writes have no per-caller result, as the enqueue's; batches unbounded. */
     private static GroupCommit<String, Void> enqueueLike(String name, Function<List<String>, Mono<Void>> write,
             Duration timeout, Scheduler timer) {
-        return new GroupCommit<>(name, "enqueue", GroupCommit.withoutResults(write), timeout, timer);
+        return new GroupCommit<>(name, "enqueue", GroupCommit.withoutResults(write), payload -> 1, Integer.MAX_VALUE,
+                timeout, timer);
+    }
+
+    /**
+     * A group commit whose payloads weigh their length, so that a test can say how big each is,
+     * with at most {@code maxWeight} per write.
+     */
+    private static GroupCommit<String, Void> bounded(int maxWeight, Function<List<String>, Mono<Void>> write,
+            Scheduler timer) {
+        return new GroupCommit<>("q", "enqueue", GroupCommit.withoutResults(write), String::length, maxWeight,
+                TIMEOUT, timer);
+    }
+
+    /** A group commit with a result per caller, as the complete's; batches unbounded. */
+    private static GroupCommit<String, Integer> completeLike(Function<List<String>, Mono<List<Integer>>> write,
+            Scheduler timer) {
+        return new GroupCommit<>("q", "complete", write, payload -> 1, Integer.MAX_VALUE, TIMEOUT, timer);
     }
 
     @AfterEach
@@ -364,6 +382,99 @@ class GroupCommitTest {
         StepVerifier.create(commit.close()).verifyComplete();
     }
 
+    // ---------------------------------------------------------------- bounded writes
+
+    @Test
+    void aBacklogIsWrittenInOrderInWritesOfAtMostTheBoundAndAHeavySubmissionGoesAloneUnsplit() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = bounded(3, writes, vts);
+        Caller blocker = new Caller(commit, "x");
+        List<Caller> backlog = new ArrayList<>();
+        for (String payload : List.of("a", "bb", "c", "dddd", "e", "ff", "g")) {
+            backlog.add(new Caller(commit, payload));
+        }
+
+        for (int i = 0; i < 5; i++) {
+            writes.completeNext();
+        }
+
+        assertEquals(List.of(List.of("x"), List.of("a", "bb"), List.of("c"), List.of("dddd"), List.of("e", "ff"),
+                List.of("g")), writes.batches);
+        assertTrue(blocker.completed);
+        assertTrue(backlog.subList(0, 6).stream().allMatch(c -> c.completed));
+        assertTrue(backlog.get(6).waiting(), "the last write is still in flight");
+        writes.completeNext();
+        assertTrue(backlog.get(6).completed);
+    }
+
+    @Test
+    void aHeavySubmissionAtTheFrontIsWrittenWholeAndAlone() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = bounded(2, writes, vts);
+        new Caller(commit, "x");
+        new Caller(commit, "heavy");
+        new Caller(commit, "y");
+        writes.completeNext();
+        writes.completeNext();
+        assertEquals(List.of(List.of("x"), List.of("heavy"), List.of("y")), writes.batches);
+    }
+
+    @Test
+    void aFlushMarkerInABacklogCompletesWithTheWriteOfTheLastSubmissionBeforeIt() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = bounded(2, writes, vts);
+        new Caller(commit, "x");
+        new Caller(commit, "a");
+        new Caller(commit, "b");
+        new Caller(commit, "c");
+        AtomicBoolean flushed = new AtomicBoolean();
+        commit.flush().subscribe(null, null, () -> flushed.set(true));
+        new Caller(commit, "d");
+        new Caller(commit, "e");
+        AtomicBoolean closed = new AtomicBoolean();
+        commit.close().subscribe(null, null, () -> closed.set(true));
+
+        writes.completeNext(); // x
+        writes.completeNext(); // a, b
+        assertFalse(flushed.get(), "c, submitted before the flush, is not written yet");
+        writes.completeNext(); // c, d: the marker rode between them
+        assertTrue(flushed.get());
+        assertFalse(closed.get(), "e is still to be written");
+        writes.completeNext(); // e
+        assertTrue(closed.get());
+        assertEquals(List.of(List.of("x"), List.of("a", "b"), List.of("c", "d"), List.of("e")), writes.batches);
+    }
+
+    @Test
+    void aLongBacklogOfWritesThatFinishSynchronouslyDrainsWithoutGrowingTheStack() {
+        int callers = 100_000;
+        AtomicInteger written = new AtomicInteger();
+        Sinks.Empty<Void> first = Sinks.empty();
+        AtomicBoolean held = new AtomicBoolean();
+        // The first write is held so the backlog piles up; every later one finishes inside its own
+        // start, which a recursive drain would answer with one more stack frame per write.
+        GroupCommit<String, Void> commit = bounded(1, payloads -> {
+            written.addAndGet(payloads.size());
+            return held.compareAndSet(false, true) ? first.asMono() : Mono.empty();
+        }, vts);
+        AtomicInteger completed = new AtomicInteger();
+        for (int i = 0; i < callers; i++) {
+            Mono.defer(() -> commit.submit("k")).subscribe(null, null, completed::incrementAndGet);
+        }
+
+        assertEquals(Sinks.EmitResult.OK, first.tryEmitEmpty());
+
+        assertEquals(callers, written.get());
+        assertEquals(callers, completed.get());
+    }
+
+    @Test
+    void theBoundMustBeAtLeastOne() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> bounded(0, payloads -> Mono.empty(), vts));
+        assertTrue(e.getMessage().contains("maxWeight must be at least 1 but was 0"), e.getMessage());
+    }
+
     // ---------------------------------------------------------------- close
 
     @Test
@@ -460,7 +571,7 @@ class GroupCommitTest {
     @Test
     void eachCallerReceivesTheResultAtItsOwnPositionInTheMergedWrite() {
         HeldResultWrites writes = new HeldResultWrites();
-        GroupCommit<String, Integer> commit = new GroupCommit<>("q", "complete", writes, TIMEOUT, vts);
+        GroupCommit<String, Integer> commit = completeLike(writes, vts);
         Map<String, Integer> received = new ConcurrentHashMap<>();
         for (String payload : List.of("first", "second", "third")) {
             Mono.defer(() -> commit.submit(payload)).subscribe(r -> received.put(payload, r));
@@ -476,7 +587,7 @@ class GroupCommitTest {
     @Test
     void aWriteWithTheWrongNumberOfResultsFailsItsBatchInsteadOfMisattributing() {
         HeldResultWrites writes = new HeldResultWrites();
-        GroupCommit<String, Integer> commit = new GroupCommit<>("q", "complete", writes, TIMEOUT, vts);
+        GroupCommit<String, Integer> commit = completeLike(writes, vts);
         Queue<Throwable> errors = new ConcurrentLinkedQueue<>();
         Mono.defer(() -> commit.submit("blocker")).subscribe(null, errors::add);
         Mono.defer(() -> commit.submit("a")).subscribe(null, errors::add);
@@ -492,7 +603,7 @@ class GroupCommitTest {
     @Test
     void aWriteThatCompletesWithoutResultsFailsItsCallersRatherThanLeavingThemWaiting() {
         HeldResultWrites writes = new HeldResultWrites();
-        GroupCommit<String, Integer> commit = new GroupCommit<>("q", "complete", writes, TIMEOUT, vts);
+        GroupCommit<String, Integer> commit = completeLike(writes, vts);
         StepVerifier.create(Mono.defer(() -> commit.submit("a")))
                 .then(writes::answerNextEmpty)
                 .expectError(IllegalStateException.class)
