@@ -57,11 +57,22 @@ public final class GroupCommit<T, R> {
     private final int maxWeight;
     private final Duration timeout;
     private final Scheduler timer;
+    private final WriteListener listener;
     private final Sinks.Many<Submission<T, R>> submissions = Sinks.many().unicast().onBackpressureBuffer();
     private final Object emitLock = new Object();
     private final Drain drain = new Drain();
     private boolean closed; // guarded by emitLock
     private @Nullable Mono<Void> closing; // guarded by emitLock
+
+    /** Told how each write that carried at least one payload ended; must not throw. */
+    @FunctionalInterface
+    public interface WriteListener {
+        /** Listens to nothing. */
+        WriteListener NONE = (outcome, nanos) -> {};
+
+        /** A write ended with {@code outcome}, {@code nanos} after it started. */
+        void writeEnded(WriteOutcome outcome, long nanos);
+    }
 
     /**
      * @param name      names the queue in errors and logs
@@ -74,9 +85,10 @@ public final class GroupCommit<T, R> {
      * @param timeout   bound on one write; on expiry every caller in the batch fails with a
      *                  {@link WriteTimeoutException}
      * @param timer     the scheduler for the timeout
+     * @param listener  told how each write ended
      */
     public GroupCommit(String name, String operation, Function<List<T>, Mono<List<R>>> write,
-            ToIntFunction<? super T> weight, int maxWeight, Duration timeout, Scheduler timer) {
+            ToIntFunction<? super T> weight, int maxWeight, Duration timeout, Scheduler timer, WriteListener listener) {
         if (maxWeight < 1) {
             throw new IllegalArgumentException("maxWeight must be at least 1 but was " + maxWeight);
         }
@@ -87,6 +99,7 @@ public final class GroupCommit<T, R> {
         this.maxWeight = maxWeight;
         this.timeout = timeout;
         this.timer = timer;
+        this.listener = listener;
         submissions.asFlux().subscribe(drain);
     }
 
@@ -227,17 +240,22 @@ public final class GroupCommit<T, R> {
                     payloads.add(s.payload());
                 }
             }
-            Write run = new Write(batch);
+            Write run = new Write(batch, !payloads.isEmpty());
             if (payloads.isEmpty()) {
                 run.finish(List.of(), null);
                 return;
             }
-            Mono<List<R>> written = Mono.defer(() -> write.apply(payloads))
+            Mono<List<R>> written = Mono.defer(() -> {
+                        run.started = System.nanoTime();
+                        return write.apply(payloads);
+                    })
                     // A fallback rather than mapping TimeoutException: only this bound's expiry is
                     // a timeout of unknown outcome, not a TimeoutException the write itself signals.
-                    .timeout(timeout, Mono.error(() -> new WriteTimeoutException(
-                            operation + " on queue " + name + " did not commit within " + timeout, timeout, null)),
-                            timer)
+                    .timeout(timeout, Mono.defer(() -> {
+                        run.timedOut = true;
+                        return Mono.error(new WriteTimeoutException(
+                                operation + " on queue " + name + " did not commit within " + timeout, timeout, null));
+                    }), timer)
                     .flatMap(results -> results.size() == payloads.size()
                             ? Mono.just(results)
                             : Mono.error(new IllegalStateException(operation + " on queue " + name + " returned "
@@ -256,10 +274,15 @@ public final class GroupCommit<T, R> {
         /** One batch being written; finishes once, whichever signal or throw comes first. */
         private final class Write {
             private final List<Submission<T, R>> batch;
+            /** False for a batch of flush markers only, which finishes without writing. */
+            private final boolean writes;
             private final AtomicBoolean finished = new AtomicBoolean();
+            private volatile long started = System.nanoTime();
+            private volatile boolean timedOut;
 
-            Write(List<Submission<T, R>> batch) {
+            Write(List<Submission<T, R>> batch, boolean writes) {
                 this.batch = batch;
+                this.writes = writes;
             }
 
             /** Hands each caller its result, in submission order, then lets the next write start. */
@@ -268,7 +291,7 @@ public final class GroupCommit<T, R> {
                     return;
                 }
                 try {
-                    if (error != null) {
+                    if (writes) {
                         report(error);
                     }
                     signal(results, error);
@@ -280,12 +303,21 @@ public final class GroupCommit<T, R> {
                 }
             }
 
-            private void report(Throwable error) {
-                // One line per failed write, without a stack trace: during an outage every write
-                // fails the same way, and each caller receives the exception itself.
-                log.error("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(), name,
-                        error.getMessage() != null ? error.getMessage() : error.toString());
-                log.debug("group-committed {} failure on queue {}", operation, name, error);
+            private void report(@Nullable Throwable error) {
+                WriteOutcome outcome = error == null ? WriteOutcome.SUCCESS
+                        : timedOut ? WriteOutcome.TIMEOUT : WriteOutcome.FAILURE;
+                try {
+                    listener.writeEnded(outcome, System.nanoTime() - started);
+                } catch (RuntimeException e) {
+                    log.warn("recording a group-committed {} on queue {} failed", operation, name, e);
+                }
+                if (error != null) {
+                    // One line per failed write, without a stack trace: during an outage every
+                    // write fails the same way, and each caller receives the exception itself.
+                    log.error("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(), name,
+                            error.getMessage() != null ? error.getMessage() : error.toString());
+                    log.debug("group-committed {} failure on queue {}", operation, name, error);
+                }
             }
 
             /**

@@ -51,7 +51,7 @@ class GroupCommitTest {
     private static GroupCommit<String, Void> enqueueLike(String name, Function<List<String>, Mono<Void>> write,
             Duration timeout, Scheduler timer) {
         return new GroupCommit<>(name, "enqueue", GroupCommit.withoutResults(write), payload -> 1, Integer.MAX_VALUE,
-                timeout, timer);
+                timeout, timer, GroupCommit.WriteListener.NONE);
     }
 
     /**
@@ -61,13 +61,14 @@ class GroupCommitTest {
     private static GroupCommit<String, Void> bounded(int maxWeight, Function<List<String>, Mono<Void>> write,
             Scheduler timer) {
         return new GroupCommit<>("q", "enqueue", GroupCommit.withoutResults(write), String::length, maxWeight,
-                TIMEOUT, timer);
+                TIMEOUT, timer, GroupCommit.WriteListener.NONE);
     }
 
     /** A group commit with a result per caller, as the complete's; batches unbounded. */
     private static GroupCommit<String, Integer> completeLike(Function<List<String>, Mono<List<Integer>>> write,
             Scheduler timer) {
-        return new GroupCommit<>("q", "complete", write, payload -> 1, Integer.MAX_VALUE, TIMEOUT, timer);
+        return new GroupCommit<>("q", "complete", write, payload -> 1, Integer.MAX_VALUE, TIMEOUT, timer,
+                GroupCommit.WriteListener.NONE);
     }
 
     @AfterEach
@@ -315,9 +316,34 @@ class GroupCommitTest {
     @Test
     void aTimeoutExceptionTheWriteItselfSignalsIsAFailureNotAWriteTimeout() {
         TimeoutException own = new TimeoutException("the write's own deadline");
-        GroupCommit<String, Void> commit = enqueueLike("q", payloads -> Mono.error(own), TIMEOUT, vts);
+        List<WriteOutcome> outcomes = new ArrayList<>();
+        GroupCommit<String, Void> commit = new GroupCommit<>("q", "enqueue",
+                GroupCommit.withoutResults(payloads -> Mono.error(own)), payload -> 1, Integer.MAX_VALUE, TIMEOUT, vts,
+                (outcome, nanos) -> outcomes.add(outcome));
 
         StepVerifier.create(Mono.defer(() -> commit.submit("a"))).expectErrorSatisfies(e -> assertSame(own, e)).verify(TIMEOUT);
+        assertEquals(List.of(WriteOutcome.FAILURE), outcomes);
+    }
+
+    @Test
+    void theListenerHearsHowEveryWriteEndedButNothingOfABatchOfFlushMarkersAlone() {
+        HeldWrites writes = new HeldWrites();
+        List<WriteOutcome> outcomes = Collections.synchronizedList(new ArrayList<>());
+        GroupCommit<String, Void> commit = new GroupCommit<>("q", "enqueue", GroupCommit.withoutResults(writes),
+                payload -> 1, Integer.MAX_VALUE, TIMEOUT, vts, (outcome, nanos) -> {
+                    assertTrue(nanos >= 0);
+                    outcomes.add(outcome);
+                });
+
+        new Caller(commit, "ok");
+        writes.completeNext();
+        new Caller(commit, "fails");
+        writes.failNext(new RuntimeException("refused"));
+        new Caller(commit, "stuck");
+        vts.advanceTimeBy(TIMEOUT);
+        StepVerifier.create(commit.flush()).verifyComplete();
+
+        assertEquals(List.of(WriteOutcome.SUCCESS, WriteOutcome.FAILURE, WriteOutcome.TIMEOUT), outcomes);
     }
 
     // ---------------------------------------------------------------- callers' own code
