@@ -60,8 +60,10 @@ public interface ReactiveWorkQueue<K> {
     String name();
 
     /**
-     * Enqueues entries through the group commit: every enqueue in flight on this instance is
-     * merged into one upsert, and exactly one upsert is in flight at a time. Entries naming the same
+     * Enqueues entries through the group commit: enqueues on this instance are merged into one
+     * upsert, and exactly one upsert is in flight at a time; what arrives meanwhile rides the next
+     * upserts in arrival order, at most {@link WorkQueueConfig#maxWriteBatch()} entries each (one
+     * call with more goes alone, unsplit). Entries naming the same
      * key merge first (highest priority, shortest delay), the same rule the upsert applies to a row
      * already in the table: on an outstanding item priority only rises and availability only moves
      * earlier, attempts and last error are kept and a live lease is not revoked; a completed item is
@@ -71,8 +73,10 @@ public interface ReactiveWorkQueue<K> {
      * enqueue-then-claim sees the keys. Cancelling it stops waiting but does not cancel the shared
      * write. A failed write fails every caller in its batch. Signals {@link InvalidKeyException} for
      * a bad key (nothing of this call is written), {@link QueueClosedException} after
-     * {@link #close()}, and a {@link WorkQueueException} if the write outlives
-     * {@link WorkQueueConfig#enqueueTimeout()}. An empty collection completes at once.
+     * {@link #close()}, and a {@link WriteTimeoutException} if the write carrying it outlives
+     * {@link WorkQueueConfig#enqueueTimeout()}. That timeout bounds one write, not this call: behind
+     * a backlog the call first waits for the writes ahead of it, so its worst case is (writes ahead
+     * of it + 1) × {@code enqueueTimeout}. An empty collection completes at once.
      */
     Mono<Void> enqueue(Collection<Entry<K>> entries);
 
@@ -162,7 +166,10 @@ public interface ReactiveWorkQueue<K> {
      * two concurrent calls is counted for one of them only, so the counts add up to the items
      * completed. Cancelling stops waiting but does not cancel the shared write (the items may still
      * be completed); a failed write fails every caller in its batch, and a write that outlives
-     * {@link WorkQueueConfig#enqueueTimeout()} fails with {@link WorkQueueException}. Retryable
+     * {@link WorkQueueConfig#enqueueTimeout()} fails with {@link WriteTimeoutException}. Writes
+     * carry at most {@link WorkQueueConfig#maxWriteBatch()} keys, taken in arrival order, and the
+     * timeout bounds one write: a call behind others waits for them first, so its worst case is
+     * (writes ahead of it + 1) × {@code enqueueTimeout}. Retryable
      * conflicts (40001, 40P01) are retried up to {@link WorkQueueConfig#writeAttempts()}. An empty
      * collection emits 0 at once. Unlike enqueue, complete keeps working after {@link #close()}.
      */

@@ -31,8 +31,12 @@ import java.util.Objects;
  * @param minWakeInterval the least time between two wakeups completing {@code awaitWork}; at
  *                        least one millisecond, at most {@link ReactiveWorkQueue#MAX_DURATION}
  * @param enqueueTimeout  how long one group-committed write (the merged enqueue upsert, or the
- *                        merged complete) may take before every caller in its batch fails;
- *                        positive, at most {@link ReactiveWorkQueue#MAX_DURATION}
+ *                        merged complete) may take before every caller in its batch fails with a
+ *                        {@link WriteTimeoutException}; positive, at most
+ *                        {@link ReactiveWorkQueue#MAX_DURATION}. It bounds one write, not one call:
+ *                        a call queued behind other writes waits for them first, so its worst case
+ *                        is (writes ahead of it + 1) × {@code enqueueTimeout}, where the writes
+ *                        ahead are about the keys queued before it divided by {@code maxWriteBatch}
  * @param deleteOnComplete whether completing an item deletes its row at once instead of marking it
  *                        completed and keeping it for {@code retention}; {@code false} by default.
  *                        Opt-in, because it trades history for speed: completing costs one row
@@ -56,6 +60,15 @@ import java.util.Objects;
  *                        </ul>
  *                        Instances of one queue may differ in this setting (as during a rolling
  *                        switch): each completes in its own way and every other rule still holds.
+ * @param maxWriteBatch   the most keys one group-committed write carries, counted as the callers
+ *                        named them (entries of an enqueue, keys of a complete), before duplicates
+ *                        merge; at least 1. What piles up while a write is in flight (during a
+ *                        stall, say) goes in writes of at most this many keys, taken in arrival
+ *                        order, so a backlog drains at the database's pace in writes that each fit
+ *                        in {@code enqueueTimeout}. One call naming more keys than this is never
+ *                        split: it goes alone in its own write. The default keeps one write's
+ *                        throughput near the best measured while the write stays far below the
+ *                        default {@code enqueueTimeout}; lower it with a much shorter timeout
  */
 public record WorkQueueConfig(
         String name,
@@ -68,10 +81,14 @@ public record WorkQueueConfig(
         int writeAttempts,
         Duration minWakeInterval,
         Duration enqueueTimeout,
-        boolean deleteOnComplete) {
+        boolean deleteOnComplete,
+        int maxWriteBatch) {
 
     /** The longest queue name accepted, in characters. */
     public static final int MAX_NAME_LENGTH = 512;
+
+    /** The default of {@link #maxWriteBatch()}. */
+    private static final int DEFAULT_MAX_WRITE_BATCH = 10_000;
 
     /**
      * Validates every field and caps every duration at {@link ReactiveWorkQueue#MAX_DURATION};
@@ -108,9 +125,26 @@ public record WorkQueueConfig(
         requireAtLeast("writeAttempts", writeAttempts, 1);
         requireAtLeast("minWakeInterval", minWakeInterval, Duration.ofMillis(1));
         requireAtLeast("enqueueTimeout", enqueueTimeout, Duration.ofNanos(1));
+        requireAtLeast("maxWriteBatch", maxWriteBatch, 1);
         retention = Durations.capped(retention);
         minWakeInterval = Durations.capped(minWakeInterval);
         enqueueTimeout = Durations.capped(enqueueTimeout);
+    }
+
+    /**
+     * A configuration with {@code maxWriteBatch} at its default and every other field as given;
+     * validated like the canonical constructor.
+     *
+     * @deprecated the record's constructors change whenever a setting is added; this one stays so
+     *             that code written against the eleven-field form still compiles. Use
+     *             {@link #builder(String)} instead, which is unaffected by new settings.
+     */
+    @Deprecated
+    public WorkQueueConfig(String name, String tablePrefix, String notifyChannel, Duration retention, int maxAttempts,
+            int maxClaimBatch, int reapBatchSize, int writeAttempts, Duration minWakeInterval, Duration enqueueTimeout,
+            boolean deleteOnComplete) {
+        this(name, tablePrefix, notifyChannel, retention, maxAttempts, maxClaimBatch, reapBatchSize, writeAttempts,
+                minWakeInterval, enqueueTimeout, deleteOnComplete, DEFAULT_MAX_WRITE_BATCH);
     }
 
     /** A builder for the queue called {@code name}, starting from the defaults. */
@@ -130,7 +164,8 @@ public record WorkQueueConfig(
                 .writeAttempts(writeAttempts)
                 .minWakeInterval(minWakeInterval)
                 .enqueueTimeout(enqueueTimeout)
-                .deleteOnComplete(deleteOnComplete);
+                .deleteOnComplete(deleteOnComplete)
+                .maxWriteBatch(maxWriteBatch);
     }
 
     private static void requireAtLeast(String field, int value, int least) {
@@ -161,6 +196,7 @@ public record WorkQueueConfig(
         private Duration minWakeInterval = Duration.ofMillis(100);
         private Duration enqueueTimeout = Duration.ofSeconds(10);
         private boolean deleteOnComplete = false;
+        private int maxWriteBatch = DEFAULT_MAX_WRITE_BATCH;
 
         private Builder(String name) {
             this.name = name;
@@ -221,7 +257,8 @@ public record WorkQueueConfig(
         }
 
         /**
-         * Time allowed for one group-committed write; default 10 seconds. Longer than
+         * Time allowed for one group-committed write; default 10 seconds. A call behind other
+         * writes can wait (writes ahead of it + 1) times this. Longer than
          * {@link ReactiveWorkQueue#MAX_DURATION} is taken as {@code MAX_DURATION}.
          */
         public Builder enqueueTimeout(Duration enqueueTimeout) {
@@ -238,6 +275,12 @@ public record WorkQueueConfig(
             return this;
         }
 
+        /** Most keys one group-committed write carries; default 10,000. */
+        public Builder maxWriteBatch(int maxWriteBatch) {
+            this.maxWriteBatch = maxWriteBatch;
+            return this;
+        }
+
         /**
          * The configuration.
          *
@@ -245,7 +288,8 @@ public record WorkQueueConfig(
          */
         public WorkQueueConfig build() {
             return new WorkQueueConfig(name, tablePrefix, notifyChannel, retention, maxAttempts,
-                    maxClaimBatch, reapBatchSize, writeAttempts, minWakeInterval, enqueueTimeout, deleteOnComplete);
+                    maxClaimBatch, reapBatchSize, writeAttempts, minWakeInterval, enqueueTimeout, deleteOnComplete,
+                    maxWriteBatch);
         }
 
         @Override

@@ -9,6 +9,17 @@ package io.workqueue;
 public final class WorkQueueMeters {
     /** The tag naming the logical queue on every meter. */
     public static final String QUEUE_TAG = "queue";
+    /**
+     * The tag saying how a group-committed write ended, on {@link #ENQUEUE_FLUSH_LATENCY}: one of
+     * {@value #OUTCOME_SUCCESS}, {@value #OUTCOME_FAILURE}, {@value #OUTCOME_TIMEOUT}.
+     */
+    public static final String OUTCOME_TAG = "outcome";
+    /** {@link #OUTCOME_TAG} of a write that committed. */
+    public static final String OUTCOME_SUCCESS = "success";
+    /** {@link #OUTCOME_TAG} of a write that failed (its callers received the error). */
+    public static final String OUTCOME_FAILURE = "failure";
+    /** {@link #OUTCOME_TAG} of a write abandoned at {@code enqueueTimeout} (its outcome unknown). */
+    public static final String OUTCOME_TIMEOUT = "timeout";
 
     /** Counter: keys written by enqueues (after merging duplicates within a write). */
     public static final String ENQUEUED = "workqueue.enqueued";
@@ -42,7 +53,12 @@ public final class WorkQueueMeters {
     public static final String CLAIM_LATENCY = "workqueue.claim.latency";
     /** Distribution summary: distinct keys per group-committed enqueue write. */
     public static final String ENQUEUE_FLUSH_SIZE = "workqueue.enqueue.flush.size";
-    /** Timer: one group-committed enqueue write, retries included. */
+    /**
+     * Timer: one group-committed enqueue write, retries included, tagged with its
+     * {@link #OUTCOME_TAG}. Failed and timed-out writes are recorded too, so a stall shows while it
+     * lasts (as {@value #OUTCOME_TIMEOUT} writes near {@code enqueueTimeout}), not only once the
+     * database recovers.
+     */
     public static final String ENQUEUE_FLUSH_LATENCY = "workqueue.enqueue.flush.latency";
 
     private WorkQueueMeters() {}

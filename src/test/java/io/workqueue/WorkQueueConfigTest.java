@@ -46,6 +46,7 @@ class WorkQueueConfigTest {
         assertEquals(Duration.ofMillis(100), config.minWakeInterval());
         assertEquals(Duration.ofSeconds(10), config.enqueueTimeout());
         assertFalse(config.deleteOnComplete(), "completed rows are kept until reaped unless asked otherwise");
+        assertEquals(10_000, config.maxWriteBatch());
     }
 
     @Test
@@ -61,10 +62,24 @@ class WorkQueueConfigTest {
                 .minWakeInterval(Duration.ofMillis(1))
                 .enqueueTimeout(Duration.ofMillis(250))
                 .deleteOnComplete(true)
+                .maxWriteBatch(7)
                 .build();
         assertEquals(new WorkQueueConfig("emails", "ddb", "work_ready", Duration.ofSeconds(1), 5, 1, 1, 1,
-                Duration.ofMillis(1), Duration.ofMillis(250), true), config);
+                Duration.ofMillis(1), Duration.ofMillis(250), true, 7), config);
         assertEquals(config, config.toBuilder().build());
+    }
+
+    @Test
+    @SuppressWarnings("deprecation") // the point: the older constructor still compiles and works
+    void theElevenFieldConstructorStillWorksWithTheDefaultWriteBatch() {
+        WorkQueueConfig config = new WorkQueueConfig("emails", "ddb", "work_ready", Duration.ofSeconds(1), 5, 1, 1, 1,
+                Duration.ofMillis(1), Duration.ofMillis(250), true);
+        assertEquals(builder().tablePrefix("ddb").notifyChannel("work_ready").retention(Duration.ofSeconds(1))
+                .maxAttempts(5).maxClaimBatch(1).reapBatchSize(1).writeAttempts(1).minWakeInterval(Duration.ofMillis(1))
+                .enqueueTimeout(Duration.ofMillis(250)).deleteOnComplete(true).build(), config);
+        assertMentions(assertThrows(InvalidConfigException.class, () -> new WorkQueueConfig(
+                "q", "", "", Duration.ofHours(1), 0, 0, 1, 3, Duration.ofMillis(100), Duration.ofSeconds(10), false)),
+                "maxClaimBatch", "0");
     }
 
     @Test
@@ -135,7 +150,8 @@ class WorkQueueConfigTest {
                 Arguments.of("reapBatchSize", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.reapBatchSize(1)),
                 Arguments.of("writeAttempts", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.writeAttempts(1)),
                 Arguments.of("minWakeInterval", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(Duration.ofMillis(1))),
-                Arguments.of("enqueueTimeout", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ofNanos(1))));
+                Arguments.of("enqueueTimeout", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ofNanos(1))),
+                Arguments.of("maxWriteBatch", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(1)));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -160,7 +176,9 @@ class WorkQueueConfigTest {
                 Arguments.of("minWakeInterval", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(null)),
                 Arguments.of("enqueueTimeout", "PT0S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ZERO)),
                 Arguments.of("enqueueTimeout", "PT-1S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ofSeconds(-1))),
-                Arguments.of("enqueueTimeout", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(null)));
+                Arguments.of("enqueueTimeout", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(null)),
+                Arguments.of("maxWriteBatch", "0", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(0)),
+                Arguments.of("maxWriteBatch", "-1", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(-1)));
     }
 
     @ParameterizedTest(name = "{0} = {1}")
@@ -205,7 +223,7 @@ class WorkQueueConfigTest {
     @Test
     void theCanonicalConstructorValidatesToo() {
         InvalidConfigException e = assertThrows(InvalidConfigException.class, () -> new WorkQueueConfig(
-                "q", "", "", Duration.ofHours(1), 0, 500, 0, 3, Duration.ofMillis(100), Duration.ofSeconds(10), false));
+                "q", "", "", Duration.ofHours(1), 0, 500, 0, 3, Duration.ofMillis(100), Duration.ofSeconds(10), false, 1));
         assertMentions(e, "reapBatchSize", "0");
     }
 

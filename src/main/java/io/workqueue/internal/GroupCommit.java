@@ -1,13 +1,16 @@
 package io.workqueue.internal;
 
 import io.workqueue.QueueClosedException;
-import io.workqueue.WorkQueueException;
+import io.workqueue.WriteTimeoutException;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.function.ToIntFunction;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import org.slf4j.Logger;
@@ -20,13 +23,22 @@ import reactor.core.scheduler.Scheduler;
 /**
  * Merges concurrent submissions into one write at a time.
  *
- * <p>Submissions go into a {@link Sinks.Many} drained by one subscriber. While a write is in
- * flight, everything that arrives accumulates; when it finishes, all of it becomes the next write.
- * So however many callers submit concurrently, exactly one write is in flight, and an idle queue
- * writes at once (no timer). Each submission's {@code Mono} emits its own result from the write
- * that carried it (or completes empty for a write without results), fails when that write fails,
- * and is the caller's alone: cancelling it never cancels the write, because the write is
- * subscribed here, not by any caller.
+ * <p>Submissions go into a {@link Sinks.Many} drained by one subscriber, which queues them in
+ * arrival order. While a write is in flight, everything that arrives waits in that queue; when it
+ * finishes, the next write takes submissions from the front of the queue until their total weight
+ * (a payload's size: keys, entries) would pass {@code maxWeight}. So however many callers submit
+ * concurrently, exactly one write is in flight, no write carries more than {@code maxWeight}
+ * (except a single submission heavier than that, which is never split and goes alone), a backlog
+ * drains in order at the pace of the writes, and an idle queue writes at once (no timer). The
+ * queue itself is unbounded: every waiting submission is some caller's call in progress, and the
+ * bound that matters is the size of one write, which must fit in its timeout.
+ *
+ * <p>Each submission's {@code Mono} emits its own result from the write that carried it (or
+ * completes empty for a write without results), fails when that write fails, and is the caller's
+ * alone: cancelling it never cancels the write, because the write is subscribed here, not by any
+ * caller. Nothing a caller's own code does when signalled (throwing from an error handler, even a
+ * {@link VirtualMachineError} thrown down its chain) can stop the group commit: every other caller
+ * of the batch is still signalled, the next write still starts, and the throw is logged.
  *
  * <p>Thread-safe. Emission into the sink happens under a lock: a sink refuses concurrent
  * emitters ({@code FAIL_NON_SERIALIZED}), and retrying in a loop both spins and can still give
@@ -41,29 +53,53 @@ public final class GroupCommit<T, R> {
     private final String name;
     private final String operation;
     private final Function<List<T>, Mono<List<R>>> write;
+    private final ToIntFunction<? super T> weight;
+    private final int maxWeight;
     private final Duration timeout;
     private final Scheduler timer;
+    private final WriteListener listener;
     private final Sinks.Many<Submission<T, R>> submissions = Sinks.many().unicast().onBackpressureBuffer();
     private final Object emitLock = new Object();
     private final Drain drain = new Drain();
     private boolean closed; // guarded by emitLock
     private @Nullable Mono<Void> closing; // guarded by emitLock
 
+    /** Told how each write that carried at least one payload ended; must not throw. */
+    @FunctionalInterface
+    public interface WriteListener {
+        /** Listens to nothing. */
+        WriteListener NONE = (outcome, nanos) -> {};
+
+        /** A write ended with {@code outcome}, {@code nanos} after it started. */
+        void writeEnded(WriteOutcome outcome, long nanos);
+    }
+
     /**
      * @param name      names the queue in errors and logs
      * @param operation names what the writes do ("enqueue", "complete") in errors and logs
      * @param write     performs one merged write of every payload in the list and emits one result
      *                  per payload, in the list's order; never called concurrently with itself
-     * @param timeout   bound on one write; on expiry every caller in the batch fails
+     * @param weight    the size of one payload, counted against {@code maxWeight}; at least 0
+     * @param maxWeight the most total weight one write carries, unless a single payload alone
+     *                  weighs more; at least 1
+     * @param timeout   bound on one write; on expiry every caller in the batch fails with a
+     *                  {@link WriteTimeoutException}
      * @param timer     the scheduler for the timeout
+     * @param listener  told how each write ended
      */
-    public GroupCommit(String name, String operation, Function<List<T>, Mono<List<R>>> write, Duration timeout,
-            Scheduler timer) {
+    public GroupCommit(String name, String operation, Function<List<T>, Mono<List<R>>> write,
+            ToIntFunction<? super T> weight, int maxWeight, Duration timeout, Scheduler timer, WriteListener listener) {
+        if (maxWeight < 1) {
+            throw new IllegalArgumentException("maxWeight must be at least 1 but was " + maxWeight);
+        }
         this.name = name;
         this.operation = operation;
         this.write = write;
+        this.weight = weight;
+        this.maxWeight = maxWeight;
         this.timeout = timeout;
         this.timer = timer;
+        this.listener = listener;
         submissions.asFlux().subscribe(drain);
     }
 
@@ -73,11 +109,11 @@ public final class GroupCommit<T, R> {
     }
 
     /**
-     * Submits {@code payload} to the next write. Call at subscription time (inside
-     * {@code Mono.defer}); the returned {@code Mono} is hot: the submission has been made.
+     * Submits {@code payload} to the next write that has room for it. Call at subscription time
+     * (inside {@code Mono.defer}); the returned {@code Mono} is hot: the submission has been made.
      */
     public Mono<R> submit(T payload) {
-        Submission<T, R> submission = new Submission<>(payload, Sinks.one());
+        Submission<T, R> submission = new Submission<>(payload, Math.max(0, weight.applyAsInt(payload)), Sinks.one());
         synchronized (emitLock) {
             if (closed) {
                 return Mono.error(new QueueClosedException("queue " + name + " is closed; " + operation + " refused"));
@@ -112,11 +148,12 @@ public final class GroupCommit<T, R> {
     }
 
     /**
-     * Emits a marker with no payload; the returned {@code Mono} completes when the batch it rides in
-     * finishes, and every earlier submission rode in that batch or an earlier one. Hold emitLock.
+     * Emits a marker with no payload and no weight; the returned {@code Mono} completes when the
+     * batch it rides in finishes. Batches are taken from the front of the queue, so every earlier
+     * submission rode in that batch or an earlier one. Hold emitLock.
      */
     private Mono<Void> emitFlushMarker() {
-        Submission<T, R> marker = new Submission<>(null, Sinks.one());
+        Submission<T, R> marker = new Submission<>(null, 0, Sinks.one());
         emit(marker);
         return marker.done().asMono().then().onErrorResume(e -> Mono.empty());
     }
@@ -130,12 +167,18 @@ public final class GroupCommit<T, R> {
     }
 
     /** One caller's payload and the signal it waits on; a {@code null} payload is a flush marker. */
-    private record Submission<T, R>(@Nullable T payload, Sinks.One<R> done) {}
+    private record Submission<T, R>(@Nullable T payload, int weight, Sinks.One<R> done) {}
 
-    /** The single consumer: accumulates while a write is in flight, then writes all of it. */
+    /**
+     * The single consumer: queues submissions and runs one write at a time from the front of the
+     * queue. Starting writes is a drain loop (a work-in-progress count), not a recursion, because a
+     * write can finish synchronously inside its own start, and a backlog of many small writes would
+     * otherwise nest one stack frame per write.
+     */
     private final class Drain extends BaseSubscriber<Submission<T, R>> {
-        private List<Submission<T, R>> pending = new ArrayList<>();
-        private boolean writing;
+        private final ArrayDeque<Submission<T, R>> pending = new ArrayDeque<>(); // guarded by this
+        private boolean writing; // guarded by this
+        private final AtomicInteger wip = new AtomicInteger();
 
         @Override
         protected void hookOnSubscribe(Subscription subscription) {
@@ -144,23 +187,49 @@ public final class GroupCommit<T, R> {
 
         @Override
         protected void hookOnNext(Submission<T, R> submission) {
-            List<Submission<T, R>> batch;
             synchronized (this) {
                 pending.add(submission);
-                batch = takeBatchIfIdle();
             }
-            if (batch != null) {
-                startWrite(batch);
-            }
+            drainLoop();
         }
 
-        private @Nullable List<Submission<T, R>> takeBatchIfIdle() {
+        /** Starts the next write if none is in flight; any thread may call it, one thread runs it. */
+        private void drainLoop() {
+            if (wip.getAndIncrement() != 0) {
+                return;
+            }
+            int missed = 1;
+            do {
+                List<Submission<T, R>> batch;
+                while ((batch = takeBatchIfIdle()) != null) {
+                    startWrite(batch);
+                }
+                missed = wip.addAndGet(-missed);
+            } while (missed != 0);
+        }
+
+        /**
+         * Takes the next batch from the front of the queue: submissions in order while their weight
+         * fits, the first payload always (a heavy one alone), and the flush markers among them.
+         */
+        private synchronized @Nullable List<Submission<T, R>> takeBatchIfIdle() {
             if (writing || pending.isEmpty()) {
                 return null;
             }
             writing = true;
-            List<Submission<T, R>> batch = pending;
-            pending = new ArrayList<>();
+            List<Submission<T, R>> batch = new ArrayList<>();
+            long taken = 0;
+            boolean carriesPayload = false;
+            for (Submission<T, R> next = pending.peek(); next != null; next = pending.peek()) {
+                if (next.payload() != null) {
+                    if (carriesPayload && taken + next.weight() > maxWeight) {
+                        break;
+                    }
+                    taken += next.weight();
+                    carriesPayload = true;
+                }
+                batch.add(pending.poll());
+            }
             return batch;
         }
 
@@ -171,58 +240,117 @@ public final class GroupCommit<T, R> {
                     payloads.add(s.payload());
                 }
             }
-            Mono<List<R>> run = payloads.isEmpty()
-                    ? Mono.just(List.of())
-                    : Mono.defer(() -> write.apply(payloads))
-                            .timeout(timeout, timer)
-                            .onErrorMap(TimeoutException.class, e -> new WorkQueueException(
-                                    operation + " on queue " + name + " did not commit within " + timeout, e))
-                            .flatMap(results -> results.size() == payloads.size()
-                                    ? Mono.just(results)
-                                    : Mono.error(new IllegalStateException(operation + " on queue " + name + " returned "
-                                            + results.size() + " results for " + payloads.size() + " submissions")))
-                            .switchIfEmpty(Mono.error(() -> new IllegalStateException(
-                                    operation + " on queue " + name + " returned no results")));
-            run.subscribe(
-                    results -> finish(batch, results, null),
-                    error -> finish(batch, List.of(), error));
+            Write run = new Write(batch, !payloads.isEmpty());
+            if (payloads.isEmpty()) {
+                run.finish(List.of(), null);
+                return;
+            }
+            Mono<List<R>> written = Mono.defer(() -> {
+                        run.started = System.nanoTime();
+                        return write.apply(payloads);
+                    })
+                    // A fallback rather than mapping TimeoutException: only this bound's expiry is
+                    // a timeout of unknown outcome, not a TimeoutException the write itself signals.
+                    .timeout(timeout, Mono.defer(() -> {
+                        run.timedOut = true;
+                        return Mono.error(new WriteTimeoutException(
+                                operation + " on queue " + name + " did not commit within " + timeout, timeout, null));
+                    }), timer)
+                    .flatMap(results -> results.size() == payloads.size()
+                            ? Mono.just(results)
+                            : Mono.error(new IllegalStateException(operation + " on queue " + name + " returned "
+                                    + results.size() + " results for " + payloads.size() + " submissions")))
+                    .switchIfEmpty(Mono.error(() -> new IllegalStateException(
+                            operation + " on queue " + name + " returned no results")));
+            try {
+                written.subscribe(results -> run.finish(results, null), error -> run.finish(List.of(), error));
+            } catch (Throwable fatal) {
+                // Reactor rethrows JVM-fatal errors out of subscribe; the batch must still be told,
+                // and the in-flight flag cleared, or every later caller would wait forever.
+                run.finish(List.of(), fatal);
+            }
         }
 
-        /** Hands each caller its result, in submission order; flush markers have none. */
-        private void finish(List<Submission<T, R>> batch, List<R> results, @Nullable Throwable error) {
-            if (error != null) {
-                // One line per failed flush, without a stack trace: during an outage every flush
-                // fails the same way, and each caller receives the exception itself.
-                log.error("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(), name,
-                        error.getMessage() != null ? error.getMessage() : error.toString());
-                log.debug("group-committed {} failure on queue {}", operation, name, error);
+        /** One batch being written; finishes once, whichever signal or throw comes first. */
+        private final class Write {
+            private final List<Submission<T, R>> batch;
+            /** False for a batch of flush markers only, which finishes without writing. */
+            private final boolean writes;
+            private final AtomicBoolean finished = new AtomicBoolean();
+            private volatile long started = System.nanoTime();
+            private volatile boolean timedOut;
+
+            Write(List<Submission<T, R>> batch, boolean writes) {
+                this.batch = batch;
+                this.writes = writes;
             }
-            int next = 0;
-            for (Submission<T, R> s : batch) {
-                if (error != null) {
-                    s.done().tryEmitError(error);
-                } else if (s.payload() == null) {
-                    s.done().tryEmitEmpty();
-                } else {
-                    R result = results.get(next++);
-                    if (result == null) {
-                        s.done().tryEmitEmpty();
-                    } else {
-                        s.done().tryEmitValue(result);
+
+            /** Hands each caller its result, in submission order, then lets the next write start. */
+            void finish(List<R> results, @Nullable Throwable error) {
+                if (!finished.compareAndSet(false, true)) {
+                    return;
+                }
+                try {
+                    if (writes) {
+                        report(error);
                     }
+                    signal(results, error);
+                } finally {
+                    synchronized (Drain.this) {
+                        writing = false;
+                    }
+                    drainLoop();
                 }
             }
-            takeNextBatch();
-        }
 
-        private void takeNextBatch() {
-            List<Submission<T, R>> next;
-            synchronized (this) {
-                writing = false;
-                next = takeBatchIfIdle();
+            private void report(@Nullable Throwable error) {
+                WriteOutcome outcome = error == null ? WriteOutcome.SUCCESS
+                        : timedOut ? WriteOutcome.TIMEOUT : WriteOutcome.FAILURE;
+                try {
+                    listener.writeEnded(outcome, System.nanoTime() - started);
+                } catch (RuntimeException e) {
+                    log.warn("recording a group-committed {} on queue {} failed", operation, name, e);
+                }
+                if (error != null) {
+                    // One line per failed write, without a stack trace: during an outage every
+                    // write fails the same way, and each caller receives the exception itself.
+                    log.error("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(), name,
+                            error.getMessage() != null ? error.getMessage() : error.toString());
+                    log.debug("group-committed {} failure on queue {}", operation, name, error);
+                }
             }
-            if (next != null) {
-                startWrite(next);
+
+            /**
+             * Signals every caller, each in isolation: a caller's code runs on this thread when
+             * signalled, and whatever it throws must reach neither the other callers nor the drain.
+             */
+            private void signal(List<R> results, @Nullable Throwable error) {
+                Throwable firstThrown = null;
+                int throwers = 0;
+                int next = 0;
+                for (Submission<T, R> s : batch) {
+                    R result = error == null && s.payload() != null ? results.get(next++) : null;
+                    try {
+                        if (error != null) {
+                            s.done().tryEmitError(error);
+                        } else if (result == null) {
+                            s.done().tryEmitEmpty();
+                        } else {
+                            s.done().tryEmitValue(result);
+                        }
+                    } catch (Throwable thrown) {
+                        if (throwers++ == 0) {
+                            firstThrown = thrown;
+                        }
+                    }
+                }
+                if (firstThrown != null) {
+                    // Logged once per write, with the first trace: a caller that throws usually
+                    // does so for every write, and the log should not scale with the callers.
+                    log.error("{} of {} callers of a group-committed {} on queue {} threw when signalled;"
+                            + " the others were signalled and the group commit carries on", throwers, batch.size(),
+                            operation, name, firstThrown);
+                }
             }
         }
     }

@@ -8,6 +8,8 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.workqueue.Stats;
 import io.workqueue.WorkQueueMeters;
+import java.util.EnumMap;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.ToDoubleFunction;
@@ -28,7 +30,8 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     private final DistributionSummary claimBatchSize;
     private final Timer claimLatency;
     private final DistributionSummary flushSize;
-    private final Timer flushLatency;
+    /** One timer per outcome, all registered up front so a dashboard sees zeros, not gaps. */
+    private final Map<WriteOutcome, Timer> flushLatency = new EnumMap<>(WriteOutcome.class);
     /** The last snapshot; the gauges read it, so they show nothing until the first stats(). */
     private final AtomicReference<Stats> lastStats = new AtomicReference<>();
 
@@ -49,8 +52,12 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
                 .description("one claim statement").tags(tags).register(registry);
         flushSize = DistributionSummary.builder(WorkQueueMeters.ENQUEUE_FLUSH_SIZE)
                 .description("distinct keys per group-committed write").baseUnit("keys").tags(tags).register(registry);
-        flushLatency = Timer.builder(WorkQueueMeters.ENQUEUE_FLUSH_LATENCY)
-                .description("one group-committed write").tags(tags).register(registry);
+        for (WriteOutcome outcome : WriteOutcome.values()) {
+            flushLatency.put(outcome, Timer.builder(WorkQueueMeters.ENQUEUE_FLUSH_LATENCY)
+                    .description("one group-committed write, by how it ended")
+                    .tags(tags).tag(WorkQueueMeters.OUTCOME_TAG, outcome.tag())
+                    .register(registry));
+        }
         gauge(registry, WorkQueueMeters.DEPTH, "items not completed", "items", tags, Stats::pending);
         gauge(registry, WorkQueueMeters.READY, "items a claim would hand out now", "items", tags, Stats::ready);
         gauge(registry, WorkQueueMeters.STALLED, "items out of attempts", "items", tags, Stats::stalled);
@@ -78,10 +85,14 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     }
 
     @Override
-    public void flushed(int keys, long nanos) {
+    public void flushed(int keys) {
         enqueued.increment(keys);
         flushSize.record(keys);
-        flushLatency.record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public void flushEnded(WriteOutcome outcome, long nanos) {
+        flushLatency.get(outcome).record(nanos, TimeUnit.NANOSECONDS);
     }
 
     @Override

@@ -11,8 +11,14 @@ public interface QueueMetrics {
     /** Records nothing. */
     QueueMetrics NONE = new QueueMetrics() {};
 
-    /** A group-committed write of {@code keys} distinct keys committed after {@code nanos}. */
-    default void flushed(int keys, long nanos) {}
+    /** A group-committed enqueue write of {@code keys} distinct keys committed. */
+    default void flushed(int keys) {}
+
+    /**
+     * A group-committed enqueue write ended with {@code outcome}, {@code nanos} after it started
+     * (retries included); called for every write, failed and timed-out ones too.
+     */
+    default void flushEnded(WriteOutcome outcome, long nanos) {}
 
     /** A transactional enqueue wrote {@code keys} distinct keys. */
     default void enqueued(int keys) {}

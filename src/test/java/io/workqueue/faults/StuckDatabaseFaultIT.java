@@ -10,7 +10,7 @@ import io.r2dbc.spi.Connection;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
-import io.workqueue.WorkQueueException;
+import io.workqueue.WriteTimeoutException;
 import io.workqueue.migrations.WorkQueueMigrations;
 import java.time.Duration;
 import java.util.List;
@@ -73,7 +73,7 @@ class StuckDatabaseFaultIT {
             return Mono.empty();
         }).block(Duration.ofSeconds(30));
         Duration enqueueTook = Duration.ofNanos(System.nanoTime() - start);
-        assertInstanceOf(WorkQueueException.class, enqueueError.get(), "the enqueue fails: " + enqueueError.get());
+        assertInstanceOf(WriteTimeoutException.class, enqueueError.get(), "the enqueue fails: " + enqueueError.get());
         assertTrue(enqueueError.get().getMessage().contains("did not commit within " + ENQUEUE_TIMEOUT),
                 enqueueError.get().getMessage());
         assertTrue(enqueueTook.compareTo(ENQUEUE_TIMEOUT) >= 0

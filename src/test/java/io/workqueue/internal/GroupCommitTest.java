@@ -1,13 +1,15 @@
 package io.workqueue.internal;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.workqueue.QueueClosedException;
-import io.workqueue.WorkQueueException;
+import io.workqueue.WriteTimeoutException;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -45,10 +47,28 @@ class GroupCommitTest {
 
     private final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 
-    /** A group commit whose writes have no per-caller result, as the enqueue's. */
+    /** A group commit whose writes have no per-caller result, as the enqueue's; batches unbounded. */
     private static GroupCommit<String, Void> enqueueLike(String name, Function<List<String>, Mono<Void>> write,
             Duration timeout, Scheduler timer) {
-        return new GroupCommit<>(name, "enqueue", GroupCommit.withoutResults(write), timeout, timer);
+        return new GroupCommit<>(name, "enqueue", GroupCommit.withoutResults(write), payload -> 1, Integer.MAX_VALUE,
+                timeout, timer, GroupCommit.WriteListener.NONE);
+    }
+
+    /**
+     * A group commit whose payloads weigh their length, so that a test can say how big each is,
+     * with at most {@code maxWeight} per write.
+     */
+    private static GroupCommit<String, Void> bounded(int maxWeight, Function<List<String>, Mono<Void>> write,
+            Scheduler timer) {
+        return new GroupCommit<>("q", "enqueue", GroupCommit.withoutResults(write), String::length, maxWeight,
+                TIMEOUT, timer, GroupCommit.WriteListener.NONE);
+    }
+
+    /** A group commit with a result per caller, as the complete's; batches unbounded. */
+    private static GroupCommit<String, Integer> completeLike(Function<List<String>, Mono<List<Integer>>> write,
+            Scheduler timer) {
+        return new GroupCommit<>("q", "complete", write, payload -> 1, Integer.MAX_VALUE, TIMEOUT, timer,
+                GroupCommit.WriteListener.NONE);
     }
 
     @AfterEach
@@ -271,7 +291,7 @@ class GroupCommitTest {
     }
 
     @Test
-    void aWriteThatOutlivesItsTimeoutFailsItsBatchWithAWorkQueueException() {
+    void aWriteThatOutlivesItsTimeoutFailsItsBatchWithAWriteTimeoutException() {
         HeldWrites writes = new HeldWrites();
         GroupCommit<String, Void> commit = enqueueLike("emails", writes, Duration.ofSeconds(10), vts);
 
@@ -281,8 +301,8 @@ class GroupCommitTest {
         assertTrue(a.waiting());
         vts.advanceTimeBy(Duration.ofMillis(1));
 
-        WorkQueueException error = assertInstanceOf(WorkQueueException.class, a.error);
-        assertInstanceOf(TimeoutException.class, error.getCause());
+        WriteTimeoutException error = assertInstanceOf(WriteTimeoutException.class, a.error);
+        assertEquals(Duration.ofSeconds(10), error.timeout());
         assertTrue(error.getMessage().contains("emails"), error.getMessage());
         assertEquals(1, writes.cancelled.get(), "the timed-out write is abandoned");
 
@@ -291,6 +311,194 @@ class GroupCommitTest {
         writes.inFlight.poll(); // the abandoned write's signal
         writes.completeNext();
         assertTrue(b.completed);
+    }
+
+    @Test
+    void aTimeoutExceptionTheWriteItselfSignalsIsAFailureNotAWriteTimeout() {
+        TimeoutException own = new TimeoutException("the write's own deadline");
+        List<WriteOutcome> outcomes = new ArrayList<>();
+        GroupCommit<String, Void> commit = new GroupCommit<>("q", "enqueue",
+                GroupCommit.withoutResults(payloads -> Mono.error(own)), payload -> 1, Integer.MAX_VALUE, TIMEOUT, vts,
+                (outcome, nanos) -> outcomes.add(outcome));
+
+        StepVerifier.create(Mono.defer(() -> commit.submit("a"))).expectErrorSatisfies(e -> assertSame(own, e)).verify(TIMEOUT);
+        assertEquals(List.of(WriteOutcome.FAILURE), outcomes);
+    }
+
+    @Test
+    void theListenerHearsHowEveryWriteEndedButNothingOfABatchOfFlushMarkersAlone() {
+        HeldWrites writes = new HeldWrites();
+        List<WriteOutcome> outcomes = Collections.synchronizedList(new ArrayList<>());
+        GroupCommit<String, Void> commit = new GroupCommit<>("q", "enqueue", GroupCommit.withoutResults(writes),
+                payload -> 1, Integer.MAX_VALUE, TIMEOUT, vts, (outcome, nanos) -> {
+                    assertTrue(nanos >= 0);
+                    outcomes.add(outcome);
+                });
+
+        new Caller(commit, "ok");
+        writes.completeNext();
+        new Caller(commit, "fails");
+        writes.failNext(new RuntimeException("refused"));
+        new Caller(commit, "stuck");
+        vts.advanceTimeBy(TIMEOUT);
+        StepVerifier.create(commit.flush()).verifyComplete();
+
+        assertEquals(List.of(WriteOutcome.SUCCESS, WriteOutcome.FAILURE, WriteOutcome.TIMEOUT), outcomes);
+    }
+
+    // ---------------------------------------------------------------- callers' own code
+
+    /** A caller whose error handler rethrows, as {@code subscribe(v -> {}, e -> { throw ... })} does. */
+    private static Disposable rethrowingCaller(GroupCommit<String, Void> commit, String payload, AtomicInteger heard) {
+        return Mono.defer(() -> commit.submit(payload)).subscribe(null, e -> {
+            heard.incrementAndGet();
+            throw new IllegalStateException("the caller's own handler", e);
+        });
+    }
+
+    @Test
+    void aCallerWhoseErrorHandlerThrowsNeitherSilencesTheRestOfItsBatchNorStopsTheNextWrite() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
+        RuntimeException failure = new RuntimeException("lock timeout");
+        Caller blocker = new Caller(commit, "blocker");
+        Caller before = new Caller(commit, "before");
+        AtomicInteger heard = new AtomicInteger();
+        rethrowingCaller(commit, "thrower", heard);
+        Caller after = new Caller(commit, "after");
+        writes.completeNext();
+        assertTrue(blocker.completed);
+
+        assertDoesNotThrow(() -> writes.failNext(failure), "a caller's throw must not reach the write's thread");
+
+        assertEquals(1, heard.get());
+        assertSame(failure, before.error);
+        assertSame(failure, after.error, "told although a caller ahead of it in the batch threw");
+        Caller later = new Caller(commit, "later");
+        assertEquals(List.of("later"), writes.batches.get(2), "the next write starts");
+        writes.completeNext();
+        assertTrue(later.completed);
+        StepVerifier.create(commit.close()).verifyComplete();
+    }
+
+    @Test
+    void aJvmFatalErrorThrownDownACallersChainDoesNotWedgeTheCommit() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
+        Caller blocker = new Caller(commit, "blocker");
+        // An operator in the caller's chain rethrows a VirtualMachineError rather than signal it.
+        AtomicBoolean thrown = new AtomicBoolean();
+        Mono.defer(() -> commit.submit("fatal"))
+                .doOnSuccess(ignored -> {
+                    thrown.set(true);
+                    throw new InternalError("thrown down the caller's chain");
+                })
+                .subscribe(null, e -> {});
+        Caller sameBatch = new Caller(commit, "same-batch");
+        writes.completeNext();
+
+        assertDoesNotThrow(writes::completeNext);
+
+        assertTrue(thrown.get());
+        assertTrue(blocker.completed);
+        assertTrue(sameBatch.completed);
+        Caller later = new Caller(commit, "later");
+        writes.completeNext();
+        assertTrue(later.completed);
+        StepVerifier.create(commit.close()).verifyComplete();
+    }
+
+    // ---------------------------------------------------------------- bounded writes
+
+    @Test
+    void aBacklogIsWrittenInOrderInWritesOfAtMostTheBoundAndAHeavySubmissionGoesAloneUnsplit() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = bounded(3, writes, vts);
+        Caller blocker = new Caller(commit, "x");
+        List<Caller> backlog = new ArrayList<>();
+        for (String payload : List.of("a", "bb", "c", "dddd", "e", "ff", "g")) {
+            backlog.add(new Caller(commit, payload));
+        }
+
+        for (int i = 0; i < 5; i++) {
+            writes.completeNext();
+        }
+
+        assertEquals(List.of(List.of("x"), List.of("a", "bb"), List.of("c"), List.of("dddd"), List.of("e", "ff"),
+                List.of("g")), writes.batches);
+        assertTrue(blocker.completed);
+        assertTrue(backlog.subList(0, 6).stream().allMatch(c -> c.completed));
+        assertTrue(backlog.get(6).waiting(), "the last write is still in flight");
+        writes.completeNext();
+        assertTrue(backlog.get(6).completed);
+    }
+
+    @Test
+    void aHeavySubmissionAtTheFrontIsWrittenWholeAndAlone() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = bounded(2, writes, vts);
+        new Caller(commit, "x");
+        new Caller(commit, "heavy");
+        new Caller(commit, "y");
+        writes.completeNext();
+        writes.completeNext();
+        assertEquals(List.of(List.of("x"), List.of("heavy"), List.of("y")), writes.batches);
+    }
+
+    @Test
+    void aFlushMarkerInABacklogCompletesWithTheWriteOfTheLastSubmissionBeforeIt() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = bounded(2, writes, vts);
+        new Caller(commit, "x");
+        new Caller(commit, "a");
+        new Caller(commit, "b");
+        new Caller(commit, "c");
+        AtomicBoolean flushed = new AtomicBoolean();
+        commit.flush().subscribe(null, null, () -> flushed.set(true));
+        new Caller(commit, "d");
+        new Caller(commit, "e");
+        AtomicBoolean closed = new AtomicBoolean();
+        commit.close().subscribe(null, null, () -> closed.set(true));
+
+        writes.completeNext(); // x
+        writes.completeNext(); // a, b
+        assertFalse(flushed.get(), "c, submitted before the flush, is not written yet");
+        writes.completeNext(); // c, d: the marker rode between them
+        assertTrue(flushed.get());
+        assertFalse(closed.get(), "e is still to be written");
+        writes.completeNext(); // e
+        assertTrue(closed.get());
+        assertEquals(List.of(List.of("x"), List.of("a", "b"), List.of("c", "d"), List.of("e")), writes.batches);
+    }
+
+    @Test
+    void aLongBacklogOfWritesThatFinishSynchronouslyDrainsWithoutGrowingTheStack() {
+        int callers = 100_000;
+        AtomicInteger written = new AtomicInteger();
+        Sinks.Empty<Void> first = Sinks.empty();
+        AtomicBoolean held = new AtomicBoolean();
+        // The first write is held so the backlog piles up; every later one finishes inside its own
+        // start, which a recursive drain would answer with one more stack frame per write.
+        GroupCommit<String, Void> commit = bounded(1, payloads -> {
+            written.addAndGet(payloads.size());
+            return held.compareAndSet(false, true) ? first.asMono() : Mono.empty();
+        }, vts);
+        AtomicInteger completed = new AtomicInteger();
+        for (int i = 0; i < callers; i++) {
+            Mono.defer(() -> commit.submit("k")).subscribe(null, null, completed::incrementAndGet);
+        }
+
+        assertEquals(Sinks.EmitResult.OK, first.tryEmitEmpty());
+
+        assertEquals(callers, written.get());
+        assertEquals(callers, completed.get());
+    }
+
+    @Test
+    void theBoundMustBeAtLeastOne() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> bounded(0, payloads -> Mono.empty(), vts));
+        assertTrue(e.getMessage().contains("maxWeight must be at least 1 but was 0"), e.getMessage());
     }
 
     // ---------------------------------------------------------------- close
@@ -389,7 +597,7 @@ class GroupCommitTest {
     @Test
     void eachCallerReceivesTheResultAtItsOwnPositionInTheMergedWrite() {
         HeldResultWrites writes = new HeldResultWrites();
-        GroupCommit<String, Integer> commit = new GroupCommit<>("q", "complete", writes, TIMEOUT, vts);
+        GroupCommit<String, Integer> commit = completeLike(writes, vts);
         Map<String, Integer> received = new ConcurrentHashMap<>();
         for (String payload : List.of("first", "second", "third")) {
             Mono.defer(() -> commit.submit(payload)).subscribe(r -> received.put(payload, r));
@@ -405,7 +613,7 @@ class GroupCommitTest {
     @Test
     void aWriteWithTheWrongNumberOfResultsFailsItsBatchInsteadOfMisattributing() {
         HeldResultWrites writes = new HeldResultWrites();
-        GroupCommit<String, Integer> commit = new GroupCommit<>("q", "complete", writes, TIMEOUT, vts);
+        GroupCommit<String, Integer> commit = completeLike(writes, vts);
         Queue<Throwable> errors = new ConcurrentLinkedQueue<>();
         Mono.defer(() -> commit.submit("blocker")).subscribe(null, errors::add);
         Mono.defer(() -> commit.submit("a")).subscribe(null, errors::add);
@@ -421,7 +629,7 @@ class GroupCommitTest {
     @Test
     void aWriteThatCompletesWithoutResultsFailsItsCallersRatherThanLeavingThemWaiting() {
         HeldResultWrites writes = new HeldResultWrites();
-        GroupCommit<String, Integer> commit = new GroupCommit<>("q", "complete", writes, TIMEOUT, vts);
+        GroupCommit<String, Integer> commit = completeLike(writes, vts);
         StepVerifier.create(Mono.defer(() -> commit.submit("a")))
                 .then(writes::answerNextEmpty)
                 .expectError(IllegalStateException.class)

@@ -12,12 +12,14 @@ import io.workqueue.InvalidKeyException;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueException;
+import io.workqueue.WriteTimeoutException;
 import io.workqueue.internal.SqlStates;
 import io.workqueue.testing.Faults;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.Queues;
 import io.workqueue.testing.Race;
 import io.workqueue.testing.RowLock;
+import io.workqueue.testing.TableLock;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,6 +30,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -366,10 +369,38 @@ class GroupCommitIT {
         queue.enqueueKeys("blocker").block(WAIT);
         try (RowLock lock = RowLock.hold(Queues.table(prefix), queue.name(), "blocker")) {
             Throwable error = failureOf(queue.enqueue(Entry.of("blocker").withPriority(1), Entry.of("x")).toFuture());
-            assertInstanceOf(WorkQueueException.class, error);
+            assertEquals(Duration.ofMillis(300), assertInstanceOf(WriteTimeoutException.class, error).timeout());
             lock.release();
         }
         queue.enqueueKeys("after").block(WAIT);
         assertTrue(Queues.exists(prefix, queue, "after"));
+    }
+
+    @Test
+    void aCallerWhoseErrorHandlerThrowsDuringAStallCannotWedgeTheQueue() {
+        String isolated = TestDatabase.createTable();
+        ReactiveWorkQueue<String> queue = Queues.fresh(isolated, "rethrowing", c -> c.enqueueTimeout(Duration.ofMillis(500)));
+        AtomicReference<Throwable> heardByThrower = new AtomicReference<>();
+        CompletableFuture<Void> sameBatch;
+        try (TableLock lock = TableLock.hold(Queues.table(isolated))) {
+            // A first write waits on the lock, so the next two callers share the write after it.
+            CompletableFuture<Void> parked = queue.enqueueKeys("parked").toFuture();
+            lock.awaitWaiters(1);
+            queue.enqueueKeys("thrower").subscribe(ignored -> {}, e -> {
+                heardByThrower.set(e);
+                throw new IllegalStateException("the caller's own handler", e);
+            });
+            sameBatch = queue.enqueueKeys("same-batch").toFuture();
+
+            assertInstanceOf(WorkQueueException.class, failureOf(parked));
+            assertInstanceOf(WorkQueueException.class, failureOf(sameBatch),
+                    "told although another caller of its write threw when told");
+            assertInstanceOf(WorkQueueException.class, heardByThrower.get());
+        }
+
+        CompletableFuture<Void> afterRecovery = queue.enqueueKeys("after").toFuture();
+        await(afterRecovery);
+        assertTrue(Queues.exists(isolated, queue, "after"), "the next write ran once the table was free");
+        await(queue.close().toFuture());
     }
 }

@@ -1,7 +1,6 @@
 package io.workqueue.examples.bench;
 
 import io.micrometer.core.instrument.DistributionSummary;
-import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.PoolMetrics;
@@ -135,8 +134,10 @@ final class Enqueue {
             DistributionSummary flushes = registry.find(WorkQueueMeters.ENQUEUE_FLUSH_SIZE).summary();
             statements.set(flushes == null ? 0 : flushes.count());
             meanBatch = flushes == null ? 0 : flushes.mean();
-            Timer latency = registry.find(WorkQueueMeters.ENQUEUE_FLUSH_LATENCY).timer();
-            writeBusy = latency == null ? Double.NaN : latency.totalTime(TimeUnit.NANOSECONDS) / 1e9 / elapsed;
+            // One timer per outcome (success, failure, timeout): the write was in flight in all of them.
+            var latencies = registry.find(WorkQueueMeters.ENQUEUE_FLUSH_LATENCY).timers();
+            writeBusy = latencies.isEmpty() ? Double.NaN
+                    : latencies.stream().mapToDouble(t -> t.totalTime(TimeUnit.NANOSECONDS)).sum() / 1e9 / elapsed;
         } else {
             meanBatch = mode == Mode.CEILING ? CEILING_BATCH : 1;
         }
