@@ -81,6 +81,7 @@ public final class Worker<K> {
         private List<Item<K>> acknowledging = List.of();
         private final ArrayDeque<Item<K>> ready = new ArrayDeque<>();
         private int claimAsked;
+        private int backoffFailures;
 
         Loop(FluxSink<Item<K>> sink) {
             super(queue.name(), sink, Backoff.MIN, Backoff.MAX, timer);
@@ -239,23 +240,35 @@ public final class Worker<K> {
             return true;
         }
 
-        /** The options' back-off for this item, or the default one if the function misbehaves. */
+        /**
+         * The options' back-off for this item, or the default one if the function misbehaves. A
+         * broken function usually breaks for every item: its first failure is logged with the
+         * stack trace, later ones without.
+         */
         private Duration retryDelay(Item<K> item) {
             try {
                 Duration delay = options.backoff().apply(item.attempts());
                 if (delay != null) {
                     return delay;
                 }
-                log.warn("back-off function returned null for {} attempts on queue {}; using the default back-off",
-                        item.attempts(), name);
+                backoffFailed(item, null);
             } catch (Throwable error) {
                 if (Throwables.isJvmFatal(error)) {
                     throw error;
                 }
-                log.warn("back-off function threw for {} attempts on queue {}; using the default back-off",
-                        item.attempts(), name, error);
+                backoffFailed(item, error);
             }
             return WorkerOptions.exponentialBackoff(item.attempts());
+        }
+
+        private void backoffFailed(Item<K> item, @Nullable Throwable error) {
+            String what = error == null ? "returned null" : "threw " + error;
+            if (backoffFailures++ == 0) {
+                log.warn("back-off function {} for {} attempts on queue {}; using the default back-off"
+                        + " (logged once per worker)", what, item.attempts(), name, error);
+            } else {
+                log.debug("back-off function {} for {} attempts on queue {}", what, item.attempts(), name);
+            }
         }
 
         /** One handler invocation. */
