@@ -10,6 +10,7 @@ import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
 import io.workqueue.migrations.WorkQueueMigrations;
 import io.workqueue.testing.Poll;
+import io.workqueue.testing.RowLock;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -131,6 +132,44 @@ class ProcessIT {
         } finally {
             worker.dispose();
         }
+    }
+
+    @Test
+    void anAcknowledgementThatOutlivesTheWriteTimeoutIsRetriedUntilItCommits() {
+        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(TestDatabase.pool(), String.class)
+                .config(WorkQueueConfig.builder(TestDatabase.uniqueName("slow-ack")).tablePrefix(prefix)
+                        .enqueueTimeout(Duration.ofMillis(300)).build())
+                .build();
+        queue.enqueueKeys("slow").block(TIMEOUT);
+        Sinks.Empty<Void> gate = Sinks.empty();
+        AtomicInteger started = new AtomicInteger();
+        Disposable worker = queue.process(item -> {
+                            started.incrementAndGet();
+                            return gate.asMono();
+                        },
+                        options().concurrency(1).build())
+                .subscribe();
+        Poll.until(TIMEOUT, "the handler running", () -> started.get() == 1);
+        // Cancelled, the worker acknowledges through the group-committed complete, whose write
+        // waits behind this lock past its 300 ms timeout, more than once.
+        worker.dispose();
+        String table = WorkQueueMigrations.tableName(prefix);
+        String blocked = "SELECT pid::text FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                + " AND position($1 in query) > 0";
+        try (RowLock lock = RowLock.hold(table, queue.name(), "slow")) {
+            gate.tryEmitEmpty();
+            List<String> first = Poll.until(TIMEOUT, "the acknowledgement blocked behind the lock",
+                    () -> TestDatabase.queryStrings(blocked, table), pids -> pids.size() == 1);
+            // A timed-out write is cancelled on the server and its connection closed, so the
+            // retry waits on another backend: only a retry after a timeout can satisfy this.
+            Poll.until(TIMEOUT, "the acknowledgement retried after timing out",
+                    () -> TestDatabase.queryStrings(blocked, table),
+                    pids -> pids.size() == 1 && !pids.equals(first));
+        }
+
+        Poll.until(TIMEOUT, "the acknowledgement committed once the lock was gone",
+                () -> queue.stats().block(TIMEOUT).completed() == 1);
+        assertEquals(1, started.get(), "the finished work was not handed out again");
     }
 
     @Test
