@@ -128,15 +128,34 @@ public interface ReactiveWorkQueue<K> {
      * {@link WorkerOptions#concurrency()} running at once, acknowledges successes through
      * {@link #completeAndClaim} (so a busy worker pays one statement per round for completing and
      * claiming), and releases failures after {@link WorkerOptions#backoff()} of their attempts,
-     * recording the error. A handler succeeds when its publisher completes, and fails when it errors
-     * or when {@code handler} throws.
+     * recording the error. A handler succeeds when its publisher completes.
      *
-     * <p>Emits each item once its completion has committed. Claims pause while downstream has no
-     * outstanding demand, so at most {@code concurrency} completed items are ever buffered. After a
-     * short claim it waits with {@link #awaitWork(Duration) awaitWork(poll)}. Transient database
-     * errors are logged and retried with bounded back-off; any other error terminates the stream
-     * (unacknowledged items then lapse and are handed out again). Cancellation stops claiming:
-     * running handlers are not cancelled, and what they finish is still completed.
+     * <p><b>What a handler's failure does.</b> Whatever goes wrong in a handler fails its own item
+     * only: the publisher signalling an error, {@code handler} throwing any exception or any
+     * {@link Error} (an {@code AssertionError}, a {@code StackOverflowError}), or returning
+     * {@code null}. The item is released with the error as its last error and the slot freed. A
+     * back-off function that throws or returns {@code null} is replaced for that item by
+     * {@link WorkerOptions#exponentialBackoff}; the item is still released. A handler still running
+     * when its lease ends is cancelled and its slot freed, without completing or releasing the item:
+     * its lease has lapsed and the item belongs to whoever reclaims it. Only a JVM-fatal error (out
+     * of memory, an internal or linkage error, thread death) ends the stream, with that error.
+     *
+     * <p><b>Demand.</b> Emits each item once its completion has committed, on a driver thread.
+     * Nothing is claimed while downstream has no outstanding demand, and a claim is sized so that
+     * the items running, waiting for acknowledgement and acknowledged stay within outstanding demand
+     * plus {@code concurrency}: at most {@code concurrency} completed items are ever buffered.
+     *
+     * <p><b>Database errors.</b> After a short claim it waits with
+     * {@link #awaitWork(Duration) awaitWork(poll)}. Transient failures — a lost connection, SQLSTATE
+     * 40001 or 40P01, an acknowledgement that did not commit within
+     * {@link WorkQueueConfig#enqueueTimeout()} ({@link WriteTimeoutException}) — are logged and
+     * retried with bounded back-off, keeping the acknowledgements; any other error terminates the
+     * stream (unacknowledged items then lapse and are handed out again). A stored key the codec can
+     * no longer decode never reaches the handler (see {@link KeyDecodingException}).
+     *
+     * <p><b>Cancellation</b> stops claiming: running handlers are not cancelled, and what they
+     * finish is still completed (retried like any acknowledgement). Items leased by a round that was
+     * in flight at cancellation are released at once.
      *
      * <p>Handlers are called on the driver's event-loop threads: a handler that blocks must move its
      * work elsewhere itself (e.g. {@code subscribeOn(Schedulers.boundedElastic())}).
@@ -147,11 +166,19 @@ public interface ReactiveWorkQueue<K> {
      * An endless stream of leased items paced by demand: it never leases more items than downstream
      * has requested and not yet received, capped per statement by
      * {@link WorkQueueConfig#maxClaimBatch()}. When a claim comes back short it waits with
-     * {@link #awaitWork(Duration) awaitWork(poll)} before claiming again. A retryable database
-     * error (connection lost, SQLSTATE 40001, 40P01) is logged and retried with bounded exponential
-     * back-off, and the stream continues; any other error terminates it. Cancellation stops claiming;
-     * items leased by a claim that was in flight lapse. Emits on driver threads. {@code lease} and
-     * {@code poll} follow the rules of {@link #claim} and {@link #awaitWork}.
+     * {@link #awaitWork(Duration) awaitWork(poll)} before claiming again. A transient failure (a
+     * lost connection, SQLSTATE 40001, 40P01; only the driver's and the network's own failures
+     * count) is logged and retried with bounded exponential back-off, and the stream continues; any
+     * other error terminates it. A stored key the codec can no longer decode is set aside, never
+     * emitted (see {@link KeyDecodingException}). Cancellation stops claiming and cancels a claim in
+     * flight on the server. Emits on driver threads. {@code lease} and {@code poll} follow the rules
+     * of {@link #claim} and {@link #awaitWork}.
+     *
+     * <p><b>Demand is the batch size.</b> Operators that request unbounded demand — {@code next()},
+     * {@code blockFirst()}, {@code subscribe()} without a subscriber of your own, {@code take(n, false)}
+     * — make it lease {@code maxClaimBatch} items per statement, and whatever the operator then
+     * drops lapses unprocessed. For one item use {@code claim(1, lease)}; for a few, {@code take(n)}
+     * (which requests only {@code n}) or {@code limitRate(n)}.
      */
     Flux<Item<K>> claimStream(Duration lease, Duration poll);
 

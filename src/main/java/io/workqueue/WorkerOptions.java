@@ -14,14 +14,17 @@ import java.util.function.IntFunction;
  * @param concurrency how many handlers may run at once, which is also the most leases the worker
  *                    holds; at least 1
  * @param lease       the lease each claim takes; positive, at most
- *                    {@link ReactiveWorkQueue#MAX_DURATION}. Longer than a handler's worst case,
- *                    or its item is handed out again while it runs
+ *                    {@link ReactiveWorkQueue#MAX_DURATION}. Longer than a handler's worst case:
+ *                    a handler still running when its lease ends is cancelled (its item has
+ *                    lapsed and is handed out again), and its slot freed
  * @param poll        how long to wait for a wakeup after a claim comes back short; positive, at
  *                    most {@link ReactiveWorkQueue#MAX_DURATION}
  * @param claimBatch  the most items one claim asks for (never more than the free handler slots);
  *                    at least 1
  * @param backoff     the delay before a failed item is due again, given its attempts so far
- *                    (1 after the first claim); never returns null
+ *                    (1 after the first claim); negative means now. A function that throws or
+ *                    returns null is replaced for that item by {@link #exponentialBackoff}, and
+ *                    the item is still released
  */
 public record WorkerOptions(int concurrency, Duration lease, Duration poll, int claimBatch,
         IntFunction<Duration> backoff) {
