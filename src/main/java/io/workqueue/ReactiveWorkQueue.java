@@ -236,6 +236,18 @@ public interface ReactiveWorkQueue<K> {
     Mono<Stats> stats();
 
     /**
+     * What is holding back the database's MVCC horizon, read in one statement on the database
+     * clock; see {@link Horizon}. A transaction kept open for long (a session left idle in
+     * transaction, a long report, {@code pg_dump}) keeps every row version the queue's churn leaves
+     * behind, and claims slow down while it lasts: call this beside {@link #stats()} and alert on
+     * {@link Horizon#oldestTransactionAge()}. Logs a WARN, at most once a minute per instance,
+     * while it is older than {@link WorkQueueConfig#horizonWarning()}, and feeds the
+     * {@code workqueue.horizon.age} gauge. Seeing other roles' sessions needs
+     * {@code pg_read_all_stats} (or superuser); without it only this role's count.
+     */
+    Mono<Horizon> horizon();
+
+    /**
      * Completes when a wakeup arrives from the builder's wakeup source, or when {@code poll}
      * elapses, whichever comes first. Wakeups complete waits at most once per
      * {@link WorkQueueConfig#minWakeInterval()} on this instance: a wake inside the floor is held

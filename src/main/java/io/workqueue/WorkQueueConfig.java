@@ -69,6 +69,10 @@ import java.util.Objects;
  *                        split: it goes alone in its own write. The default keeps one write's
  *                        throughput near the best measured while the write stays far below the
  *                        default {@code enqueueTimeout}; lower it with a much shorter timeout
+ * @param horizonWarning  how old the oldest transaction holding back the database's MVCC horizon
+ *                        may get before {@link ReactiveWorkQueue#horizon()} logs a WARN (at most
+ *                        one a minute per queue instance); at least 1 second, at most
+ *                        {@link ReactiveWorkQueue#MAX_DURATION}; 5 minutes by default
  */
 public record WorkQueueConfig(
         String name,
@@ -82,13 +86,16 @@ public record WorkQueueConfig(
         Duration minWakeInterval,
         Duration enqueueTimeout,
         boolean deleteOnComplete,
-        int maxWriteBatch) {
+        int maxWriteBatch,
+        Duration horizonWarning) {
 
     /** The longest queue name accepted, in characters. */
     public static final int MAX_NAME_LENGTH = 512;
 
     /** The default of {@link #maxWriteBatch()}. */
     private static final int DEFAULT_MAX_WRITE_BATCH = 10_000;
+    /** The default of {@link #horizonWarning()}. */
+    private static final Duration DEFAULT_HORIZON_WARNING = Duration.ofMinutes(5);
 
     /**
      * Validates every field and caps every duration at {@link ReactiveWorkQueue#MAX_DURATION};
@@ -126,7 +133,9 @@ public record WorkQueueConfig(
         requireAtLeast("minWakeInterval", minWakeInterval, Duration.ofMillis(1));
         requireAtLeast("enqueueTimeout", enqueueTimeout, Duration.ofNanos(1));
         requireAtLeast("maxWriteBatch", maxWriteBatch, 1);
+        requireAtLeast("horizonWarning", horizonWarning, Duration.ofSeconds(1));
         retention = Durations.capped(retention);
+        horizonWarning = Durations.capped(horizonWarning);
         minWakeInterval = Durations.capped(minWakeInterval);
         enqueueTimeout = Durations.capped(enqueueTimeout);
     }
@@ -147,6 +156,21 @@ public record WorkQueueConfig(
                 minWakeInterval, enqueueTimeout, deleteOnComplete, DEFAULT_MAX_WRITE_BATCH);
     }
 
+    /**
+     * A configuration with {@code horizonWarning} at its default and every other field as given;
+     * validated like the canonical constructor.
+     *
+     * @deprecated kept so that code written against the twelve-field form still compiles; use
+     *             {@link #builder(String)}, which is unaffected by new settings.
+     */
+    @Deprecated
+    public WorkQueueConfig(String name, String tablePrefix, String notifyChannel, Duration retention, int maxAttempts,
+            int maxClaimBatch, int reapBatchSize, int writeAttempts, Duration minWakeInterval, Duration enqueueTimeout,
+            boolean deleteOnComplete, int maxWriteBatch) {
+        this(name, tablePrefix, notifyChannel, retention, maxAttempts, maxClaimBatch, reapBatchSize, writeAttempts,
+                minWakeInterval, enqueueTimeout, deleteOnComplete, maxWriteBatch, DEFAULT_HORIZON_WARNING);
+    }
+
     /** A builder for the queue called {@code name}, starting from the defaults. */
     public static Builder builder(String name) {
         return new Builder(name);
@@ -165,7 +189,8 @@ public record WorkQueueConfig(
                 .minWakeInterval(minWakeInterval)
                 .enqueueTimeout(enqueueTimeout)
                 .deleteOnComplete(deleteOnComplete)
-                .maxWriteBatch(maxWriteBatch);
+                .maxWriteBatch(maxWriteBatch)
+                .horizonWarning(horizonWarning);
     }
 
     private static void requireAtLeast(String field, int value, int least) {
@@ -197,6 +222,7 @@ public record WorkQueueConfig(
         private Duration enqueueTimeout = Duration.ofSeconds(10);
         private boolean deleteOnComplete = false;
         private int maxWriteBatch = DEFAULT_MAX_WRITE_BATCH;
+        private Duration horizonWarning = DEFAULT_HORIZON_WARNING;
 
         private Builder(String name) {
             this.name = name;
@@ -282,6 +308,15 @@ public record WorkQueueConfig(
         }
 
         /**
+         * How old the transaction holding back the MVCC horizon may be before
+         * {@link ReactiveWorkQueue#horizon()} logs a WARN; default 5 minutes, at least 1 second.
+         */
+        public Builder horizonWarning(Duration horizonWarning) {
+            this.horizonWarning = horizonWarning;
+            return this;
+        }
+
+        /**
          * The configuration.
          *
          * @throws InvalidConfigException naming the first field that is out of range
@@ -289,7 +324,7 @@ public record WorkQueueConfig(
         public WorkQueueConfig build() {
             return new WorkQueueConfig(name, tablePrefix, notifyChannel, retention, maxAttempts,
                     maxClaimBatch, reapBatchSize, writeAttempts, minWakeInterval, enqueueTimeout, deleteOnComplete,
-                    maxWriteBatch);
+                    maxWriteBatch, horizonWarning);
         }
 
         @Override

@@ -46,6 +46,12 @@ public final class WorkQueueMeters {
     public static final String STALLED = "workqueue.stalled";
     /** Gauge, updated by {@code stats()}, in seconds: how long the oldest ready item has waited. */
     public static final String OLDEST_READY_AGE = "workqueue.oldest.ready.age";
+    /**
+     * Gauge, updated by {@code horizon()}, in seconds: how long the oldest transaction holding back
+     * the database's MVCC horizon has been open. Database-wide, but tagged with the queue like the
+     * rest, so each queue's dashboard shows what slows it.
+     */
+    public static final String HORIZON_AGE = "workqueue.horizon.age";
 
     /** Distribution summary: items leased per claim statement. */
     public static final String CLAIM_BATCH_SIZE = "workqueue.claim.batch.size";

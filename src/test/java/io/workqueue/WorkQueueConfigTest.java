@@ -47,6 +47,7 @@ class WorkQueueConfigTest {
         assertEquals(Duration.ofSeconds(10), config.enqueueTimeout());
         assertFalse(config.deleteOnComplete(), "completed rows are kept until reaped unless asked otherwise");
         assertEquals(10_000, config.maxWriteBatch());
+        assertEquals(Duration.ofMinutes(5), config.horizonWarning());
     }
 
     @Test
@@ -63,10 +64,21 @@ class WorkQueueConfigTest {
                 .enqueueTimeout(Duration.ofMillis(250))
                 .deleteOnComplete(true)
                 .maxWriteBatch(7)
+                .horizonWarning(Duration.ofSeconds(1))
                 .build();
         assertEquals(new WorkQueueConfig("emails", "ddb", "work_ready", Duration.ofSeconds(1), 5, 1, 1, 1,
-                Duration.ofMillis(1), Duration.ofMillis(250), true, 7), config);
+                Duration.ofMillis(1), Duration.ofMillis(250), true, 7, Duration.ofSeconds(1)), config);
         assertEquals(config, config.toBuilder().build());
+    }
+
+    @Test
+    @SuppressWarnings("deprecation") // the point: the older constructor still compiles and works
+    void theTwelveFieldConstructorStillWorksWithTheDefaultHorizonWarning() {
+        WorkQueueConfig config = new WorkQueueConfig("emails", "ddb", "", Duration.ofSeconds(1), 5, 1, 1, 1,
+                Duration.ofMillis(1), Duration.ofMillis(250), true, 7);
+        assertEquals(builder().tablePrefix("ddb").retention(Duration.ofSeconds(1)).maxAttempts(5).maxClaimBatch(1)
+                .reapBatchSize(1).writeAttempts(1).minWakeInterval(Duration.ofMillis(1))
+                .enqueueTimeout(Duration.ofMillis(250)).deleteOnComplete(true).maxWriteBatch(7).build(), config);
     }
 
     @Test
@@ -151,7 +163,8 @@ class WorkQueueConfigTest {
                 Arguments.of("writeAttempts", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.writeAttempts(1)),
                 Arguments.of("minWakeInterval", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(Duration.ofMillis(1))),
                 Arguments.of("enqueueTimeout", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ofNanos(1))),
-                Arguments.of("maxWriteBatch", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(1)));
+                Arguments.of("maxWriteBatch", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(1)),
+                Arguments.of("horizonWarning", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.horizonWarning(Duration.ofSeconds(1))));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -178,7 +191,9 @@ class WorkQueueConfigTest {
                 Arguments.of("enqueueTimeout", "PT-1S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ofSeconds(-1))),
                 Arguments.of("enqueueTimeout", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(null)),
                 Arguments.of("maxWriteBatch", "0", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(0)),
-                Arguments.of("maxWriteBatch", "-1", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(-1)));
+                Arguments.of("maxWriteBatch", "-1", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(-1)),
+                Arguments.of("horizonWarning", "PT0.999S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.horizonWarning(Duration.ofMillis(999))),
+                Arguments.of("horizonWarning", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.horizonWarning(null)));
     }
 
     @ParameterizedTest(name = "{0} = {1}")

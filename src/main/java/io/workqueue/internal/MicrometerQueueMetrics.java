@@ -6,6 +6,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
+import io.workqueue.Horizon;
 import io.workqueue.Stats;
 import io.workqueue.WorkQueueMeters;
 import java.util.EnumMap;
@@ -34,6 +35,8 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     private final Map<WriteOutcome, Timer> flushLatency = new EnumMap<>(WriteOutcome.class);
     /** The last snapshot; the gauges read it, so they show nothing until the first stats(). */
     private final AtomicReference<Stats> lastStats = new AtomicReference<>();
+    /** The last horizon reading; its gauge shows nothing until the first horizon(). */
+    private final AtomicReference<Horizon> lastHorizon = new AtomicReference<>();
 
     /** Registers every meter for the queue called {@code queueName}. */
     public MicrometerQueueMetrics(MeterRegistry registry, String queueName) {
@@ -63,6 +66,12 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
         gauge(registry, WorkQueueMeters.STALLED, "items out of attempts", "items", tags, Stats::stalled);
         gauge(registry, WorkQueueMeters.OLDEST_READY_AGE, "how long the oldest ready item has waited", "seconds", tags,
                 stats -> stats.oldestReadyAge().toNanos() / 1e9);
+        Gauge.builder(WorkQueueMeters.HORIZON_AGE, lastHorizon,
+                        ref -> ref.get() == null ? Double.NaN : ref.get().oldestTransactionAge().toNanos() / 1e9)
+                .description("how long the oldest transaction holding back the MVCC horizon has been open")
+                .baseUnit("seconds")
+                .tags(tags)
+                .register(registry);
     }
 
     /**
@@ -136,5 +145,10 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     @Override
     public void observed(Stats stats) {
         lastStats.set(stats);
+    }
+
+    @Override
+    public void observed(Horizon horizon) {
+        lastHorizon.set(horizon);
     }
 }

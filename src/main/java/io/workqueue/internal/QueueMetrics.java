@@ -1,5 +1,6 @@
 package io.workqueue.internal;
 
+import io.workqueue.Horizon;
 import io.workqueue.Stats;
 
 /**
@@ -43,4 +44,7 @@ public interface QueueMetrics {
 
     /** A fresh health snapshot. */
     default void observed(Stats stats) {}
+
+    /** A fresh reading of what holds the database's MVCC horizon. */
+    default void observed(Horizon horizon) {}
 }

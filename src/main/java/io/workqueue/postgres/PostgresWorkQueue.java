@@ -7,6 +7,7 @@ import io.r2dbc.spi.Result;
 import io.r2dbc.spi.Statement;
 import io.r2dbc.spi.Wrapped;
 import io.workqueue.Entry;
+import io.workqueue.Horizon;
 import io.workqueue.Item;
 import io.workqueue.KeyCodec;
 import io.workqueue.KeyDecodingException;
@@ -32,6 +33,7 @@ import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
 import org.jspecify.annotations.Nullable;
@@ -59,6 +61,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     /** Last errors are bounded so one pathological exception message cannot bloat the table. */
     static final int MAX_ERROR_LENGTH = 1024;
+    /** The least time between two WARNs about a held horizon from one instance. */
+    private static final Duration HORIZON_WARNING_INTERVAL = Duration.ofMinutes(1);
     /** Bound on sending a cancel request, so that abandoning a connection cannot itself hang. */
     private static final Duration CANCEL_TIMEOUT = Duration.ofSeconds(5);
 
@@ -71,6 +75,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private final GroupCommit<String[], Long> completions;
     private final WakeGate wakeGate;
     private final QueueMetrics metrics;
+    /** {@code System.nanoTime()} of the last horizon WARN; 0 before the first. */
+    private final AtomicLong lastHorizonWarning = new AtomicLong();
 
     private PostgresWorkQueue(ConnectionFactory connectionFactory, WorkQueueConfig config, KeyCodec<K> codec,
             @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics) {
@@ -484,6 +490,33 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     }
 
     @Override
+    public Mono<Horizon> horizon() {
+        return Mono.defer(() -> inConnection(connection -> Flux.from(connection.createStatement(Sql.HORIZON).execute())
+                        .concatMap(result -> result.map((row, meta) -> Horizon.of(
+                                Duration.ofNanos(Math.multiplyExact(longValue(row.get("oldest_us", Long.class)), 1000L)),
+                                intValue(row.get("holder_pid", Integer.class)),
+                                longValue(row.get("slot_xmin_age", Long.class)))))
+                        .single())
+                .doOnNext(this::observed));
+    }
+
+    /** Feeds the gauge, and warns, at most once a minute, while the horizon is held for too long. */
+    private void observed(Horizon horizon) {
+        metrics.observed(horizon);
+        if (horizon.oldestTransactionAge().compareTo(config.horizonWarning()) <= 0) {
+            return;
+        }
+        long now = System.nanoTime();
+        long last = lastHorizonWarning.get();
+        if ((last == 0 || now - last >= HORIZON_WARNING_INTERVAL.toNanos()) && lastHorizonWarning.compareAndSet(last, now)) {
+            log.warn("queue {}: a transaction (pid {}) has held the database's MVCC horizon for {} s; until it ends,"
+                            + " VACUUM cannot remove the row versions the queue leaves behind and claims slow down."
+                            + " See pg_stat_activity for that pid (idle in transaction?), and idle_in_transaction_session_timeout",
+                    config.name(), horizon.holderPid(), horizon.oldestTransactionAge().toSeconds());
+        }
+    }
+
+    @Override
     public Mono<Void> awaitWork(Duration poll) {
         return Mono.defer(() -> {
             requirePositive("poll", poll);
@@ -588,6 +621,10 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     private static long longValue(@Nullable Long value) {
         return value == null ? 0L : value;
+    }
+
+    private static int intValue(@Nullable Integer value) {
+        return value == null ? 0 : value;
     }
 
     private static void requirePositive(String name, @Nullable Duration value) {

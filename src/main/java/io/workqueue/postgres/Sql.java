@@ -81,6 +81,41 @@ final class Sql {
     final String stats;
 
     /**
+     * No parameters; one row: the age in microseconds and the pid of the oldest transaction that
+     * holds back this database's xmin horizon, and the oldest replication slot xmin age. Names no
+     * table: the horizon belongs to the database, not to a queue.
+     */
+    static final String HORIZON = compact("""
+            -- What VACUUM must keep for: open transactions with a snapshot (backend_xmin) or an xid,
+            -- in this database (walsenders carrying standby feedback have none), and prepared
+            -- transactions. This statement's own session is left out.
+            SELECT
+                COALESCE(GREATEST((EXTRACT(EPOCH FROM now() - oldest.started) * 1000000)::bigint, 0), 0) AS oldest_us,
+                COALESCE(oldest.pid, 0) AS holder_pid,
+                COALESCE((SELECT max(GREATEST(age(xmin), age(catalog_xmin)))::bigint
+                          FROM pg_replication_slots
+                          WHERE xmin IS NOT NULL OR catalog_xmin IS NOT NULL), 0) AS slot_xmin_age
+            FROM (SELECT 1) AS one
+            LEFT JOIN LATERAL (
+                SELECT started, pid
+                FROM (
+                    SELECT xact_start AS started, pid
+                    FROM pg_stat_activity
+                    WHERE pid <> pg_backend_pid()
+                        AND xact_start IS NOT NULL
+                        AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)
+                        AND (datname = current_database() OR datname IS NULL)
+                    UNION ALL
+                    SELECT prepared, 0
+                    FROM pg_prepared_xacts
+                    WHERE database = current_database()
+                ) AS holders
+                ORDER BY started
+                LIMIT 1
+            ) AS oldest ON true
+            """);
+
+    /**
      * @param tablePrefix      the validated prefix of the one table every statement names
      * @param notify           whether the enqueue also notifies ({@code $5} names the channel)
      * @param deleteOnComplete whether completing deletes rows rather than marking them completed

@@ -193,6 +193,11 @@ final class ScriptedQueue implements ReactiveWorkQueue<String> {
     }
 
     @Override
+    public Mono<io.workqueue.Horizon> horizon() {
+        throw new UnsupportedOperationException();
+    }
+
+    @Override
     public Mono<Void> close() {
         return Mono.empty();
     }
