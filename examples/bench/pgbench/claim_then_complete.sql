@@ -59,5 +59,6 @@ done AS (
     RETURNING q.item_key
 )
 SELECT count(*) AS completed,
-    CASE WHEN count(*) < cardinality(:keys::text[]) THEN array_agg(item_key) END AS completed_keys
+    CASE WHEN count(*) < cardinality(:keys::text[])
+        THEN COALESCE(array_agg(item_key), '{}'::text[]) END AS completed_keys
 FROM done;
