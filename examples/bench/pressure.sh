@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The pressure suite of the vacuum-proof storage issue, in one command:
+#
+#   examples/bench/pressure.sh     # 5,000 keys/s; phases clean:60,pinned:180,recovery:90,readers:60,recovery:90
+#   examples/bench/pressure.sh --rate 10000 --phases clean:60,pinned:600,recovery:120 --out docs/benchmarks/pressure-10k
+#
+# Vacuum behaviour is the point, so it runs on a PostgreSQL cluster of its own with the server's
+# default settings (autovacuum on): the machine's main server may run with autovacuum off, and
+# numbers about dead tuples taken there describe nothing real. The cluster is created once
+# ($PRESSURE_VERSION/pressure on port $PRESSURE_PORT, default 5441, trust auth) and started if
+# needed; it is left running. Results (README.md, pressure.csv, pressure.png) go to --out, by
+# default docs/benchmarks/pressure. Needs Java 17, Maven and Debian's postgresql-common tools.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$repo"
+version="${PRESSURE_VERSION:-$(ls /etc/postgresql | head -n 1)}"
+port="${PRESSURE_PORT:-5441}"
+
+if [ ! -d "/etc/postgresql/$version/pressure" ]; then
+    echo "creating the cluster $version/pressure on port $port (defaults, autovacuum on)" >&2
+    pg_createcluster "$version" pressure -p "$port" -- --auth=trust >/dev/null
+fi
+if ! pg_isready -q -h 127.0.0.1 -p "$port"; then
+    pg_ctlcluster --skip-systemctl-redirect "$version" pressure start
+    for _ in $(seq 1 60); do pg_isready -q -h 127.0.0.1 -p "$port" && break; sleep 1; done
+    pg_isready -h 127.0.0.1 -p "$port"
+fi
+export PGHOST=127.0.0.1 PGPORT="$port" PGUSER=postgres
+if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'bench'")" != "1" ]; then
+    createdb bench
+fi
+
+if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
+    echo "building the library and the bench module..." >&2
+    mvn -B -q install -DskipTests
+    mvn -B -q -f examples/pom.xml -pl bench -am package dependency:build-classpath \
+        -DskipTests -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
+fi
+library_jar="$(ls "$repo"/target/reactive-workqueue-*.jar | grep -v -e sources -e javadoc | head -n 1)"
+classpath="$(tr ':' '\n' < examples/bench/target/classpath.txt \
+    | grep -v '/io/workqueue/reactive-workqueue/' | paste -sd: -)"
+classpath="$repo/examples/bench/target/classes:$library_jar:$classpath"
+exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" \
+    -cp "$classpath" io.workqueue.examples.bench.Pressure "$@"

@@ -1,0 +1,334 @@
+package io.workqueue.examples.bench;
+
+import io.r2dbc.pool.ConnectionPool;
+import io.r2dbc.spi.Connection;
+import io.workqueue.Horizon;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueConfig;
+import io.workqueue.WorkerOptions;
+import java.awt.Color;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The pressure suite of the vacuum-proof storage issue: a producer at a fixed offered rate,
+ * credited on wall-clock time, {@code process()} workers with no-op handlers, and phases in which
+ * something holds the MVCC horizon. Per 5 s window it records offered and completed rates, the
+ * backlog, pickup latency (enqueue submitted to handler started), the table's dead tuples and the
+ * horizon's age; at the end of each phase an {@code EXPLAIN (ANALYZE, BUFFERS)} of one claim,
+ * rolled back, shows what a claim costs at that point.
+ *
+ * <p>Phases, in the order {@code --phases NAME:SECONDS,...} gives (names may repeat): {@code clean}; {@code pinned} (another
+ * session {@code BEGIN; SELECT txid_current();} and idle); {@code readers} (four
+ * {@code REPEATABLE READ} transactions, each holding its snapshot for 20 s, started 5 s apart, so
+ * the horizon is never free); {@code recovery} (nothing held). Run it through
+ * {@code examples/bench/pressure.sh}, which gives it a cluster of its own with autovacuum on:
+ * numbers about vacuum taken on a server with autovacuum off describe nothing real.
+ */
+public final class Pressure {
+    private static final Duration WINDOW = Duration.ofSeconds(5);
+    private static final String PREFIX = "pressure";
+    private static final String QUEUE = "pressure";
+
+    private record Phase(String name, int seconds) {}
+
+    /** One 5 s window of measurements. */
+    private record Window(double atSeconds, String phase, double offered, double completed, long backlog,
+            double pickupP50, double pickupP99, long deadTuples, double horizonSeconds) {}
+
+    /** A claim's plan at the end of a phase: the top node's buffers and the execution time. */
+    private record ClaimPlan(String phase, String buffers, String executionTime) {}
+
+    private final Db db;
+    private final int rate;
+    private final int workers;
+    private final int batch;
+    private final List<Phase> phases;
+    private final Path out;
+
+    private final Map<String, Long> submittedAt = new ConcurrentHashMap<>();
+    private final AtomicLong sent = new AtomicLong();
+    private final AtomicLong completed = new AtomicLong();
+    private final ConcurrentLinkedQueue<Double> pickups = new ConcurrentLinkedQueue<>();
+    private volatile String phase = "setup";
+
+    private Pressure(Db db, int rate, int workers, int batch, List<Phase> phases, Path out) {
+        this.db = db;
+        this.rate = rate;
+        this.workers = workers;
+        this.batch = batch;
+        this.phases = phases;
+        this.out = out;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> options = new LinkedHashMap<>(Map.of("rate", "5000", "workers", "4", "batch", "100",
+                "phases", "clean:60,pinned:180,recovery:90,readers:60,recovery:90", "out", "docs/benchmarks/pressure"));
+        for (int i = 0; i < args.length; i++) {
+            if (!args[i].startsWith("--") || i + 1 >= args.length || !options.containsKey(args[i].substring(2))) {
+                throw new IllegalArgumentException("usage: Pressure [--rate N] [--workers N] [--batch N]"
+                        + " [--phases NAME:SECONDS,...] [--out DIR]; phases are clean, pinned, readers, recovery;"
+                        + " got " + args[i]);
+            }
+            options.put(args[i].substring(2), args[++i]);
+        }
+        List<Phase> phases = new ArrayList<>();
+        for (String spec : options.get("phases").split(",")) {
+            String[] parts = spec.split(":");
+            if (parts.length != 2 || !List.of("clean", "pinned", "readers", "recovery").contains(parts[0])) {
+                throw new IllegalArgumentException("a phase is NAME:SECONDS with NAME one of clean, pinned, readers,"
+                        + " recovery; got " + spec);
+            }
+            phases.add(new Phase(parts[0], Integer.parseInt(parts[1])));
+        }
+        Path repo = Path.of(System.getProperty("bench.repo", "."));
+        int status = 1;
+        try {
+            new Pressure(Db.fromEnvironment("bench"), Integer.parseInt(options.get("rate")),
+                    Integer.parseInt(options.get("workers")), Integer.parseInt(options.get("batch")), phases,
+                    repo.resolve(options.get("out"))).run();
+            status = 0;
+        } finally {
+            // The pool's and the driver's threads are not daemons: a failed run must not linger and
+            // keep producing into the next run's table.
+            System.exit(status);
+        }
+    }
+
+    private void run() throws IOException {
+        String autovacuum = db.queryString("SHOW autovacuum");
+        if (!"on".equals(autovacuum)) {
+            System.err.println("WARNING: autovacuum is " + autovacuum + " on this server; vacuum numbers will not be"
+                    + " representative (examples/bench/pressure.sh sets up a cluster with the defaults)");
+        }
+        db.dropQueueTables();
+        db.migrate(PREFIX);
+        String table = PREFIX + "_work_queue_items";
+        ConnectionPool pool = db.pool("pressure", workers * 2 + 4);
+        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
+                .config(WorkQueueConfig.builder(QUEUE).tablePrefix(PREFIX).maxClaimBatch(batch).build())
+                .build();
+
+        List<Disposable> running = new ArrayList<>();
+        for (int w = 0; w < workers; w++) {
+            running.add(queue.process(item -> Mono.fromRunnable(() -> picked(item.key())),
+                            WorkerOptions.builder().concurrency(batch).claimBatch(batch)
+                                    .lease(Duration.ofSeconds(60)).poll(Duration.ofMillis(50)).build())
+                    .subscribe(item -> completed.incrementAndGet(),
+                            e -> System.err.println("worker ended: " + e)));
+        }
+        Scheduler ticks = Schedulers.newSingle("pressure-producer");
+        long start = System.nanoTime();
+        running.add(Flux.interval(Duration.ofMillis(10), ticks).onBackpressureDrop().subscribe(tick -> {
+            long target = (long) (rate * (System.nanoTime() - start) / 1e9);
+            int n = (int) Math.min(target - sent.get(), 50_000);
+            if (n <= 0) {
+                return;
+            }
+            List<String> keys = new ArrayList<>(n);
+            long now = System.nanoTime();
+            for (int i = 0; i < n; i++) {
+                String key = "k" + sent.incrementAndGet();
+                submittedAt.put(key, now);
+                keys.add(key);
+            }
+            queue.enqueueKeys(keys).subscribe(null, e -> System.err.println("enqueue failed: " + e));
+        }));
+
+        List<Window> windows = new ArrayList<>();
+        List<ClaimPlan> plans = new ArrayList<>();
+        Connection holder = null;
+        List<Connection> readers = new ArrayList<>();
+        long lastSent = 0;
+        long lastCompleted = 0;
+        long windowStart = System.nanoTime();
+        for (int index = 0; index < phases.size(); index++) {
+            Phase p = phases.get(index);
+            String label = (index + 1) + " " + p.name();
+            phase = label;
+            System.err.printf(Locale.ROOT, "phase %s for %d s%n", p.name(), p.seconds());
+            if (p.name().equals("pinned")) {
+                holder = openTransaction("BEGIN", "SELECT txid_current()");
+            }
+            long phaseEnd = System.nanoTime() + Duration.ofSeconds(p.seconds()).toNanos();
+            long nextReader = System.nanoTime();
+            while (System.nanoTime() < phaseEnd) {
+                if (p.name().equals("readers")) {
+                    // Each reader holds its snapshot for 20 s; a new one starts every 5 s, four at most.
+                    if (System.nanoTime() >= nextReader) {
+                        if (readers.size() == 4) {
+                            close(readers.remove(0));
+                        }
+                        readers.add(openTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ",
+                                "SELECT count(*) FROM " + table));
+                        nextReader = System.nanoTime() + WINDOW.toNanos();
+                    }
+                }
+                Db.sleep(Math.max(1, Math.min(WINDOW.toMillis(), (phaseEnd - System.nanoTime()) / 1_000_000)));
+                if (System.nanoTime() - windowStart >= WINDOW.toNanos() || System.nanoTime() >= phaseEnd) {
+                    long now = System.nanoTime();
+                    double seconds = (now - windowStart) / 1e9;
+                    long s = sent.get();
+                    long c = completed.get();
+                    List<Double> latencies = drainPickups();
+                    Horizon horizon = queue.horizon().block(Duration.ofSeconds(30));
+                    Window window = new Window((now - start) / 1e9, label, (s - lastSent) / seconds,
+                            (c - lastCompleted) / seconds, s - c, Percentiles.of(latencies, 50),
+                            Percentiles.of(latencies, 99), deadTuples(table),
+                            horizon.oldestTransactionAge().toMillis() / 1e3);
+                    windows.add(window);
+                    System.err.printf(Locale.ROOT, "%7.1f s %-10s offered %7.0f/s completed %7.0f/s backlog %8d"
+                                    + " pickup p50 %7.1f ms p99 %8.1f ms dead %8d horizon %6.1f s%n",
+                            window.atSeconds(), window.phase(), window.offered(), window.completed(), window.backlog(),
+                            window.pickupP50(), window.pickupP99(), window.deadTuples(), window.horizonSeconds());
+                    lastSent = s;
+                    lastCompleted = c;
+                    windowStart = now;
+                }
+            }
+            plans.add(explainClaim(label, table));
+            if (holder != null) {
+                close(holder);
+                holder = null;
+            }
+            readers.forEach(Pressure::close);
+            readers.clear();
+        }
+        running.forEach(Disposable::dispose);
+        ticks.dispose();
+        queue.close().block(Duration.ofSeconds(30));
+        pool.disposeLater().block();
+        write(windows, plans);
+    }
+
+    private void picked(String key) {
+        Long at = submittedAt.remove(key);
+        if (at != null) {
+            pickups.add((System.nanoTime() - at) / 1e6);
+        }
+    }
+
+    private List<Double> drainPickups() {
+        List<Double> latencies = new ArrayList<>();
+        for (Double d; (d = pickups.poll()) != null; ) {
+            latencies.add(d);
+        }
+        return latencies;
+    }
+
+    private long deadTuples(String table) {
+        return db.queryLong("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = '" + table + "'");
+    }
+
+    /** A session of its own with a transaction opened and left open. */
+    private Connection openTransaction(String begin, String first) {
+        Connection connection = Mono.from(db.factory("pressure-holder").create()).block();
+        Flux.from(connection.createStatement(begin).execute()).concatMap(r -> r.getRowsUpdated()).blockLast();
+        Flux.from(connection.createStatement(first).execute()).concatMap(r -> r.map((row, meta) -> 1)).blockLast();
+        return connection;
+    }
+
+    private static void close(Connection connection) {
+        Mono.from(connection.close()).onErrorResume(e -> Mono.empty()).block();
+    }
+
+    /** One claim of {@code batch} items, planned and run, then rolled back: nothing is leased. */
+    private ClaimPlan explainClaim(String phaseName, String table) {
+        // The driver binds every $n it sees, so the parameters go in as literals (a custom plan,
+        // as the first executions of the library's prepared claim get too).
+        String claim = LibrarySql.forPrefix(PREFIX).claimDue
+                .replace("$1", "'" + QUEUE + "'").replace("$2", "0").replace("$3", String.valueOf(batch))
+                .replace("$4", "60000000");
+        List<String> plan = Mono.usingWhen(Mono.from(db.factory("pressure-explain").create()), c ->
+                        Flux.from(c.createStatement("BEGIN").execute()).concatMap(r -> r.getRowsUpdated())
+                                .thenMany(Flux.from(c.createStatement("EXPLAIN (ANALYZE, BUFFERS) " + claim).execute()))
+                                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                                .collectList()
+                                .flatMap(lines -> Flux.from(c.createStatement("ROLLBACK").execute())
+                                        .concatMap(r -> r.getRowsUpdated()).then(Mono.just(lines))),
+                        Connection::close)
+                .block(Duration.ofMinutes(5));
+        String buffers = plan.stream().filter(l -> l.contains("Buffers:")).findFirst().orElse("?").trim();
+        String time = plan.stream().filter(l -> l.startsWith("Execution Time")).findFirst().orElse("?").trim();
+        System.err.println("claim at the end of " + phaseName + ": " + buffers + "; " + time);
+        System.err.println("  " + String.join("\n  ", plan));
+        return new ClaimPlan(phaseName, buffers, time);
+    }
+
+    private void write(List<Window> windows, List<ClaimPlan> plans) throws IOException {
+        Files.createDirectories(out);
+        StringBuilder csv = new StringBuilder("at_s,phase,offered_per_s,completed_per_s,backlog,pickup_p50_ms,"
+                + "pickup_p99_ms,dead_tuples,horizon_s\n");
+        for (Window w : windows) {
+            csv.append(String.format(Locale.ROOT, "%.1f,%s,%.0f,%.0f,%d,%.1f,%.1f,%d,%.1f%n", w.atSeconds(), w.phase(),
+                    w.offered(), w.completed(), w.backlog(), w.pickupP50(), w.pickupP99(), w.deadTuples(),
+                    w.horizonSeconds()));
+        }
+        Files.writeString(out.resolve("pressure.csv"), csv);
+
+        Map<String, List<Window>> byPhase = windows.stream()
+                .collect(Collectors.groupingBy(Window::phase, LinkedHashMap::new, Collectors.toList()));
+        List<Window> clean = byPhase.entrySet().stream().filter(e -> e.getKey().endsWith(" clean"))
+                .findFirst().map(Map.Entry::getValue).orElse(List.of());
+        double cleanRate = mean(clean, Window::completed);
+        double cleanP99 = Percentiles.median(clean.stream().map(Window::pickupP99).toList());
+        StringBuilder md = new StringBuilder();
+        md.append("# Pressure: draining while something holds the MVCC horizon\n\n")
+                .append("Generated by `examples/bench/pressure.sh")
+                .append(String.format(Locale.ROOT, " --rate %d --workers %d --batch %d", rate, workers, batch));
+        md.append(" --phases ").append(phases.stream().map(p -> p.name() + ":" + p.seconds())
+                .collect(Collectors.joining(",")));
+        md.append("` on ").append(Instant.now()).append(", against a dedicated PostgreSQL cluster with autovacuum ")
+                .append(db.queryString("SHOW autovacuum")).append(" (server ")
+                .append(db.queryString("SHOW server_version")).append(", load average ").append(Machine.loadAverage())
+                .append(").\n\n")
+                .append("| phase | windows | completed/s (mean) | ÷ clean | last window completed/s | last backlog |"
+                        + " pickup p99 (median of windows) | ÷ clean | dead tuples at end | claim at end of phase |\n")
+                .append("|---|---|---|---|---|---|---|---|---|---|\n");
+        for (Map.Entry<String, List<Window>> entry : byPhase.entrySet()) {
+            List<Window> ws = entry.getValue();
+            Window last = ws.get(ws.size() - 1);
+            double completedRate = mean(ws, Window::completed);
+            double p99 = Percentiles.median(ws.stream().map(Window::pickupP99).toList());
+            ClaimPlan plan = plans.stream().filter(pl -> pl.phase().equals(entry.getKey())).findFirst().orElse(null);
+            md.append(String.format(Locale.ROOT, "| %s | %d | %.0f | %.2f | %.0f | %d | %.0f ms | %.2f | %d | %s |%n",
+                    entry.getKey(), ws.size(), completedRate, completedRate / cleanRate, last.completed(), last.backlog(),
+                    p99, p99 / cleanP99, last.deadTuples(),
+                    plan == null ? "" : plan.buffers() + "; " + plan.executionTime()));
+        }
+        md.append("\nPer-window numbers: `pressure.csv`; chart: `pressure.png`. Ratios are against the clean phase of"
+                + " the same run.\n");
+        Files.writeString(out.resolve("README.md"), md);
+
+        Map<String, List<double[]>> series = new LinkedHashMap<>();
+        series.put("completed/s", windows.stream().map(w -> new double[] {w.atSeconds(), w.completed()}).toList());
+        series.put("offered/s", windows.stream().map(w -> new double[] {w.atSeconds(), w.offered()}).toList());
+        List<Charts.Marker> markers = new ArrayList<>();
+        markers.add(new Charts.Marker(rate, "offered rate", Color.GRAY));
+        Charts.lines(out.resolve("pressure.png"), "Completed items per second while the horizon is held (phases: "
+                        + phases.stream().map(Phase::name).collect(Collectors.joining(", ")) + ")",
+                "seconds", "items/s", series, false, false, markers, 1000, 500);
+        System.err.println("wrote " + out.resolve("README.md"));
+    }
+
+    private static double mean(List<Window> windows, java.util.function.ToDoubleFunction<Window> field) {
+        return windows.stream().mapToDouble(field).average().orElse(Double.NaN);
+    }
+}
