@@ -182,6 +182,14 @@ final class FaultServer {
         pgCtlCluster("stop");
     }
 
+    /**
+     * Stops the cluster as a crash would: immediate mode, no shutdown checkpoint, so the next start
+     * runs crash recovery from the WAL. {@link #start} brings it back.
+     */
+    void crash() {
+        pgCtlCluster("stop", "immediate");
+    }
+
     /** Starts the cluster and waits until it accepts connections. */
     void start() {
         pgCtlCluster("start");
@@ -290,11 +298,15 @@ final class FaultServer {
 
     /** {@code pg_ctlcluster <version> <name> <action>}, bypassing systemd (there is none in CI). */
     private void pgCtlCluster(String action) {
+        pgCtlCluster(action, "fast");
+    }
+
+    private void pgCtlCluster(String action, String mode) {
         requireControl();
         List<String> command = new ArrayList<>(List.of("pg_ctlcluster", "--skip-systemctl-redirect",
                 cluster[0], cluster[1], action));
         if (!action.equals("start")) {
-            command.addAll(List.of("-m", "fast"));
+            command.addAll(List.of("-m", mode));
         }
         try {
             Process process = new ProcessBuilder(command).redirectErrorStream(true).start();

@@ -73,6 +73,44 @@ final class Ledger {
         }
     }
 
+    /** The keys whose enqueue has been acknowledged so far. */
+    Set<String> enqueuedSoFar() {
+        return Set.copyOf(enqueued);
+    }
+
+    /** The keys a worker has seen acknowledged as completed so far. */
+    Set<String> completedSoFar() {
+        return Set.copyOf(completions.keySet());
+    }
+
+    /**
+     * Checks that everything acknowledged before a fault is still in the table after it: every
+     * acknowledged enqueue is a row, every acknowledged completion a completed row. Nothing in the
+     * scenarios re-enqueues a key, so a completed row stays completed.
+     */
+    static void assertSurvived(String fault, Set<String> enqueuedBefore, Set<String> completedBefore,
+            Map<String, TableRow> table) {
+        List<String> problems = new ArrayList<>();
+        for (String key : enqueuedBefore) {
+            if (!table.containsKey(key)) {
+                problems.add("enqueue of " + key + " was acknowledged before the " + fault + " but the row is gone");
+            }
+        }
+        for (String key : completedBefore) {
+            TableRow row = table.get(key);
+            if (row == null || !row.completed()) {
+                problems.add("completion of " + key + " was acknowledged before the " + fault + " but the row is "
+                        + (row == null ? "gone" : "pending again"));
+            }
+        }
+        log.info("[{}] {} acknowledged enqueues and {} acknowledged completions from before it are all in the table: {}",
+                fault, enqueuedBefore.size(), completedBefore.size(), problems.isEmpty());
+        if (!problems.isEmpty()) {
+            throw new AssertionError(problems.size() + " acknowledged writes lost in the " + fault + ":\n"
+                    + String.join("\n", problems.subList(0, Math.min(20, problems.size()))));
+        }
+    }
+
     /** How many distinct keys a worker has seen acknowledged as completed. */
     long completedKeys() {
         return completedKeys.get();

@@ -11,6 +11,7 @@ import io.workqueue.notify.PgNotificationListener;
 import java.time.Duration;
 import java.util.List;
 import java.util.Queue;
+import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -21,10 +22,13 @@ import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 
 /**
- * Scenario 1: PostgreSQL goes down (fast shutdown) for a few seconds and comes back while four
- * claimStream workers drain 20,000 keys and a producer keeps enqueueing. Nobody restarts the workers or the producer: the pool discards the dead
- * connections it validates, claimStream backs off and carries on, enqueues during the outage fail
- * (they do not hang) and the producer retries them. Every key is then accounted for.
+ * Scenario 1: PostgreSQL goes down for a few seconds and comes back while four claimStream workers
+ * drain 20,000 keys and a producer keeps enqueueing — once with a clean (fast) shutdown, once as a
+ * crash (immediate shutdown: no checkpoint, crash recovery from the WAL on the next start). Nobody
+ * restarts the workers or the producer: the pool discards the dead connections it validates,
+ * claimStream backs off and carries on, enqueues during the outage fail (they do not hang) and the
+ * producer retries them. Every enqueue and completion acknowledged before the outage is still in
+ * the table after it, and every key is then accounted for.
  */
 class ServerRestartFaultIT {
     private static final Logger log = LoggerFactory.getLogger(ServerRestartFaultIT.class);
@@ -55,6 +59,16 @@ class ServerRestartFaultIT {
     @Test
     void workersAndProducerRideOutARestartAndEveryKeyIsAccountedFor() {
         server = FaultServer.controllable();
+        rideOut("server restart", server::stop);
+    }
+
+    @Test
+    void everyAcknowledgedWriteSurvivesACrashAndEveryKeyIsAccountedFor() {
+        server = FaultServer.controllable();
+        rideOut("server crash", server::crash);
+    }
+
+    private void rideOut(String fault, Runnable takeDown) {
         String prefix = server.createTable();
         pool = server.pool(8);
         String channel = prefix + "_wake";
@@ -67,7 +81,7 @@ class ServerRestartFaultIT {
                         .enqueueTimeout(ENQUEUE_TIMEOUT).build())
                 .wakeups(listener.wakeups())
                 .build();
-        Ledger ledger = new Ledger("server restart");
+        Ledger ledger = new Ledger(fault);
         // Open the LISTEN session now (the queue subscribes only on its first short claim) and
         // count sessions: the restart must be followed by a new one.
         AtomicInteger sessions = new AtomicInteger();
@@ -99,18 +113,22 @@ class ServerRestartFaultIT {
 
             long upAt;
             long downAt;
+            Set<String> enqueuedBefore;
+            Set<String> completedBefore;
             try (FaultServer.Watch watch = server.watch()) {
                 long stopAt = System.nanoTime();
                 int failuresBefore = drain.enqueueFailures();
                 // Due only once the server is down: the idle stream's first successful claim after
                 // the outage hands it out.
                 idle.enqueue(List.of(Entry.of("due-during-the-outage").withDelay(OUTAGE))).block(Duration.ofSeconds(10));
-                server.stop();
+                enqueuedBefore = ledger.enqueuedSoFar();
+                completedBefore = ledger.completedSoFar();
+                takeDown.run();
                 // The outage lasts at least OUTAGE and until enqueue callers have seen it as errors.
                 Poll.until(Duration.ofSeconds(30), "enqueue callers get errors while the server is down",
                         () -> drain.enqueueFailures() >= failuresBefore + 2
                                 && System.nanoTime() - stopAt >= OUTAGE.toNanos(), drain::progress);
-                log.info("[server restart] stopped mid-drain {}", drain.progress());
+                log.info("[{}] stopped mid-drain {}", fault, drain.progress());
                 long startAt = System.nanoTime();
                 server.start();
                 Poll.until(Duration.ofSeconds(30), "the watch sees the server accept connections",
@@ -118,8 +136,9 @@ class ServerRestartFaultIT {
                 downAt = watch.firstDownAfter(stopAt);
                 upAt = watch.firstUpAfter(startAt);
             }
-            log.info("[server restart] the server refused connections for {} ms {}",
+            log.info("[{}] the server refused connections for {} ms {}", fault,
                     (upAt - downAt) / 1_000_000, drain.progress());
+            Ledger.assertSurvived(fault, enqueuedBefore, completedBefore, Ledger.readTable(server, prefix, queue));
             Poll.until(Duration.ofSeconds(60), "the listener re-establishes its LISTEN session",
                     () -> sessions.get() >= 2);
             long listenerBack = lastSessionAt.get();
@@ -137,7 +156,7 @@ class ServerRestartFaultIT {
             drain.awaitDrained(Duration.ofSeconds(120));
             Duration workerRecovery = Duration.ofNanos(drain.firstCompletionAfter(upAt));
             long producerAfter = drain.firstEnqueueAfter(upAt);
-            log.info("[server restart] after the server was back: workers completed again within {} ms, the producer"
+            log.info("[" + fault + "] after the server was back: workers completed again within {} ms, the producer"
                             + " committed again within {}, the listener was listening again within {} ms, the idle"
                             + " claimStream claimed again within {} ms; during the"
                             + " outage {} enqueue attempts failed (slowest failure {} ms; kinds {}) and {}"
