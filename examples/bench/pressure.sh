@@ -30,15 +30,7 @@ if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'bench'
     createdb bench
 fi
 
-if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-    echo "building the library and the bench module..." >&2
-    mvn -B -q install -DskipTests
-    mvn -B -q -f examples/pom.xml -pl bench -am package dependency:build-classpath \
-        -DskipTests -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
-fi
-library_jar="$(ls "$repo"/target/reactive-workqueue-*.jar | grep -v -e sources -e javadoc | head -n 1)"
-classpath="$(tr ':' '\n' < examples/bench/target/classpath.txt \
-    | grep -v '/io/workqueue/reactive-workqueue/' | paste -sd: -)"
-classpath="$repo/examples/bench/target/classes:$library_jar:$classpath"
+# shellcheck source=classpath.sh
+source examples/bench/classpath.sh
 exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" \
     -cp "$classpath" io.workqueue.examples.bench.Pressure "$@"

@@ -31,18 +31,8 @@ if [ -z "${help:-}" ]; then
     fi
 fi
 
-if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-    echo "building the library and the bench module..." >&2
-    mvn -B -q install -DskipTests
-    mvn -B -q -f examples/pom.xml -pl bench -am package dependency:build-classpath \
-        -DskipTests -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
-fi
-
-# Run against this checkout's library jar, not whatever another checkout last installed into ~/.m2.
-library_jar="$(ls "$repo"/target/reactive-workqueue-*.jar | grep -v -e sources -e javadoc | head -n 1)"
-classpath="$(tr ':' '\n' < examples/bench/target/classpath.txt \
-    | grep -v '/io/workqueue/reactive-workqueue/' | paste -sd: -)"
-classpath="$repo/examples/bench/target/classes:$library_jar:$classpath"
+# shellcheck source=classpath.sh
+source examples/bench/classpath.sh
 
 # BENCH_JAVA_OPTS adds JVM options, e.g. -XX:StartFlightRecording=filename=drain.jfr,settings=profile
 # for the allocation and CPU profile behind docs/benchmarks/ANALYSIS.md.
