@@ -10,7 +10,11 @@ import io.workqueue.UnsupportedDialectException;
 import io.workqueue.internal.Durations;
 import io.workqueue.internal.Identifiers;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
@@ -65,6 +69,11 @@ public final class PgNotificationListener {
     private final Duration healthCheckTimeout;
     private final Scheduler timer;
 
+    /** What starts the payload of the listener's own delivery probes, which subscribers never see. */
+    static final String PROBE_PAYLOAD_PREFIX = "reactive-workqueue delivery probe ";
+
+    private final Map<String, Sinks.Empty<Void>> probes = new ConcurrentHashMap<>();
+    private final AtomicLong probeCount = new AtomicLong();
     private final Sinks.Many<Notification> notifications = Sinks.many().multicast().directBestEffort();
     private final Sinks.Many<Object> wakeups = Sinks.many().multicast().directBestEffort();
     private final Object emitLock = new Object();
@@ -111,6 +120,42 @@ public final class PgNotificationListener {
      */
     public Flux<Object> wakeups() {
         return wakeups.asFlux().doOnSubscribe(s -> start());
+    }
+
+    /**
+     * Proves that the LISTEN session receives what other sessions send: a second, short-lived
+     * connection from the same factory sends a notification on {@link #channel()} with a unique
+     * payload, and this completes when the listener receives it, or signals
+     * {@link NotificationDeliveryException} after {@code timeout}. A listener connected through a
+     * transaction-mode pooler fails it. Subscribers never see the probe. Cold; needs an open
+     * session (subscribe to {@link #wakeups()} first), else {@code IllegalStateException}. The
+     * listener runs this itself each time a session is established and logs a WARN if it fails.
+     */
+    public Mono<Void> verifyDelivery(Duration timeout) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(timeout, "timeout");
+            if (current.get() == null) {
+                return Mono.error(new IllegalStateException("LISTEN " + channel + " has no open session;"
+                        + " subscribe to wakeups() or notifications() first"));
+            }
+            // Not UUID.randomUUID(): SecureRandom may read from the OS, and this runs on event loops.
+            String payload = PROBE_PAYLOAD_PREFIX + Long.toHexString(ThreadLocalRandom.current().nextLong())
+                    + "-" + probeCount.incrementAndGet();
+            Sinks.Empty<Void> received = Sinks.empty();
+            probes.put(payload, received);
+            Mono<Void> send = Mono.usingWhen(Mono.defer(() -> Mono.from(connectionFactory.create())),
+                    sender -> Flux.from(sender.createStatement("SELECT pg_notify($1, $2)")
+                                    .bind(0, channel).bind(1, payload).execute())
+                            .concatMap(result -> result.map((row, meta) -> 1))
+                            .then(),
+                    Connection::close);
+            return send.then(received.asMono())
+                    .timeout(Durations.capped(timeout), Mono.<Void>error(() -> new NotificationDeliveryException(
+                            "LISTEN " + channel + " did not receive a notification another session sent within "
+                                    + timeout + "; is the listener connected through a transaction-mode pooler?"
+                                    + " Connect it to PostgreSQL directly")), timer)
+                    .doFinally(signal -> probes.remove(payload));
+        });
     }
 
     /**
@@ -219,11 +264,25 @@ public final class PgNotificationListener {
         synchronized (emitLock) {
             wakeups.tryEmitNext(SESSION_ESTABLISHED);
         }
+        // The poll is the backstop, so a session that hears nothing only logs, once per session.
+        verifyDelivery(healthCheckTimeout).subscribe(
+                null,
+                error -> log.warn("LISTEN {}: notifications from other sessions do not arrive; wakeups will"
+                        + " not come and queues will wait for their poll: {}", channel, error.getMessage()),
+                () -> log.debug("LISTEN {} receives notifications", channel));
         return SESSION_ESTABLISHED;
     }
 
     private void publish(Notification notification) {
         if (!channel.equals(notification.getName())) {
+            return;
+        }
+        String payload = notification.getParameter();
+        if (payload != null && payload.startsWith(PROBE_PAYLOAD_PREFIX)) {
+            Sinks.Empty<Void> probe = probes.get(payload);
+            if (probe != null) {
+                probe.tryEmitEmpty();
+            }
             return;
         }
         synchronized (emitLock) {

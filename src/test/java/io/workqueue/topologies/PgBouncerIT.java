@@ -1,6 +1,8 @@
 package io.workqueue.topologies;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.r2dbc.pool.ConnectionPool;
@@ -13,6 +15,7 @@ import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
+import io.workqueue.notify.NotificationDeliveryException;
 import io.workqueue.notify.PgNotificationListener;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.Queues;
@@ -216,6 +219,34 @@ class PgBouncerIT {
 
         assertEquals(300, new HashSet<>(done.stream().map(Item::key).toList()).size());
         Poll.until(WAIT, "all 300 completed", () -> queue.stats().block(WAIT).completed() == 300);
+    }
+
+    @Test
+    void aListenerThroughThePoolerFailsItsDeliveryCheckAndADirectOnePassesIt() {
+        String channel = prefix + "_pgb_probe";
+        PgNotificationListener throughPooler = PgNotificationListener.builder(
+                        PgBouncer.plain("test", PgBouncer.WITHOUT_STATEMENT_CACHE))
+                .channel(channel)
+                .build();
+        PgNotificationListener direct = PgNotificationListener.builder(TestDatabase.plain())
+                .channel(channel)
+                .build();
+        try {
+            for (PgNotificationListener listener : List.of(throughPooler, direct)) {
+                java.util.concurrent.atomic.AtomicBoolean open = new java.util.concurrent.atomic.AtomicBoolean();
+                listener.wakeups().filter(w -> w == PgNotificationListener.SESSION_ESTABLISHED)
+                        .subscribe(w -> open.set(true));
+                Poll.until(WAIT, "the LISTEN session is open", open::get);
+            }
+
+            Throwable unheard = assertThrows(RuntimeException.class,
+                    () -> throughPooler.verifyDelivery(Duration.ofSeconds(3)).block(WAIT));
+            assertInstanceOf(NotificationDeliveryException.class, unheard, unheard::toString);
+            direct.verifyDelivery(Duration.ofSeconds(3)).block(WAIT);
+        } finally {
+            throughPooler.close().block(WAIT);
+            direct.close().block(WAIT);
+        }
     }
 
     @Test
