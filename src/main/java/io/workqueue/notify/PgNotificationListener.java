@@ -264,11 +264,19 @@ public final class PgNotificationListener {
         synchronized (emitLock) {
             wakeups.tryEmitNext(SESSION_ESTABLISHED);
         }
-        // The poll is the backstop, so a session that hears nothing only logs, once per session.
+        // The poll is the backstop, so a session that hears nothing only logs, once per session. A
+        // session that ended meanwhile (lost, closed) proves nothing either way: the next one probes.
+        Connection probed = current.get();
         verifyDelivery(healthCheckTimeout).subscribe(
                 null,
-                error -> log.warn("LISTEN {}: notifications from other sessions do not arrive; wakeups will"
-                        + " not come and queues will wait for their poll: {}", channel, error.getMessage()),
+                error -> {
+                    if (closed.get() || current.get() != probed) {
+                        log.debug("LISTEN {}: the session ended before its delivery probe came back", channel);
+                    } else {
+                        log.warn("LISTEN {}: notifications from other sessions do not arrive; wakeups will not"
+                                + " come and queues will wait for their poll: {}", channel, error.getMessage());
+                    }
+                },
                 () -> log.debug("LISTEN {} receives notifications", channel));
         return SESSION_ESTABLISHED;
     }
