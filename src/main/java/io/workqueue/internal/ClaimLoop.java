@@ -113,14 +113,20 @@ abstract class ClaimLoop<R> {
             return;
         }
         do {
+            // Every event already queued first, then one decision: handlers that finished together
+            // are acknowledged by one round, not one round each.
             for (Runnable next; (next = events.poll()) != null; ) {
                 try {
                     next.run();
-                    advance();
                 } catch (Throwable error) {
                     // A bug here, or downstream code throwing from onNext: never leave the loop wedged.
                     stop(error);
                 }
+            }
+            try {
+                advance();
+            } catch (Throwable error) {
+                stop(error);
             }
         } while (wip.decrementAndGet() != 0);
     }

@@ -156,6 +156,22 @@ class WorkerTest {
     }
 
     @Test
+    void handlersThatFinishTogetherAreAcknowledgedByOneRound() {
+        ScriptedQueue queue = queue(keys(20).toArray(String[]::new));
+
+        Downstream downstream = run(queue, item -> Mono.empty(), options(10).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertEquals(keys(20), downstream.received);
+        // Claim 10; acknowledge those 10 and claim 10; acknowledge the last 10 (and find nothing, then
+        // poll): every round asks for a whole batch, none for the one slot a single handler freed.
+        assertEquals(List.of(10, 10, 10), queue.claimLimits.subList(0, 3));
+        assertTrue(queue.claimLimits.stream().allMatch(limit -> limit == 10),
+                () -> "one round per batch, not one per handler: " + queue.claimLimits);
+        downstream.dispose();
+    }
+
+    @Test
     void withoutDemandNothingIsClaimed() {
         ScriptedQueue queue = queue("a");
         Downstream downstream = run(queue, item -> Mono.empty(), options(4).build(), 0);
