@@ -90,6 +90,11 @@ final class FaultServer {
         return new FaultServer(TestDatabase.url(), null);
     }
 
+    /** A server at {@code url} that the test does not control (a multi-host failover URL, say). */
+    static FaultServer at(String url) {
+        return new FaultServer(url, null);
+    }
+
     private static boolean required() {
         return "true".equalsIgnoreCase(env(REQUIRED_VARIABLE));
     }

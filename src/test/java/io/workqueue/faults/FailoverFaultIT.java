@@ -1,0 +1,82 @@
+package io.workqueue.faults;
+
+import io.r2dbc.pool.ConnectionPool;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueConfig;
+import io.workqueue.testing.Poll;
+import java.time.Duration;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Scenario: a primary with a synchronous streaming standby; the queue, four claimStream workers and
+ * a producer connect through r2dbc-postgresql's multi-host URL ({@code targetServerType=primary}).
+ * Mid-drain the primary's postmaster is SIGKILLed and the standby promoted. Nobody restarts the
+ * workers or the producer. With synchronous replication every enqueue and completion acknowledged
+ * before the kill is on the new primary, and every key is then accounted for.
+ */
+class FailoverFaultIT {
+    private static final Logger log = LoggerFactory.getLogger(FailoverFaultIT.class);
+    private static final int PRELOADED = 10_000;
+
+    private HaPair pair;
+    private ConnectionPool pool;
+
+    @AfterEach
+    void tearDown() {
+        if (pool != null) {
+            pool.disposeLater().block(Duration.ofSeconds(30));
+        }
+        if (pair != null) {
+            pair.close();
+        }
+    }
+
+    @Test
+    void withSynchronousReplicationAFailoverLosesNoAcknowledgedWrite() {
+        pair = HaPair.create(true);
+        FaultServer both = FaultServer.at(pair.failoverUrl());
+        String prefix = both.createTable();
+        pool = both.pool(8);
+        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
+                .config(WorkQueueConfig.builder("failover").tablePrefix(prefix).enqueueTimeout(Duration.ofSeconds(5)).build())
+                .build();
+        Ledger ledger = new Ledger("failover");
+        try (Drain drain = new Drain(queue, ledger)) {
+            drain.preload("pre-", PRELOADED);
+            drain.startWorkers(4, Duration.ofSeconds(5), Duration.ofMillis(200));
+            drain.startProducer("live-", 100, 50, Duration.ofMillis(40));
+            drain.awaitCompletedAtLeast(PRELOADED / 4, Duration.ofSeconds(60));
+
+            Set<String> enqueuedBefore = ledger.enqueuedSoFar();
+            Set<String> completedBefore = ledger.completedSoFar();
+            long killedAt = System.nanoTime();
+            pair.killPrimary();
+            pair.promoteStandby();
+            long promotedAt = System.nanoTime();
+            log.info("[failover] primary killed, standby promoted within {} ms {}", (promotedAt - killedAt) / 1_000_000,
+                    drain.progress());
+            FaultServer survivor = FaultServer.at(pair.standbyUrl());
+            Ledger.assertSurvived("failover", enqueuedBefore, completedBefore, Ledger.readTable(survivor, prefix, queue));
+
+            Poll.until(Duration.ofSeconds(60), "a worker completes a key on the new primary",
+                    () -> drain.firstCompletionAfter(promotedAt) >= 0, drain::progress);
+            Poll.until(Duration.ofSeconds(60), "the producer commits a batch on the new primary",
+                    () -> drain.producerDone() || drain.firstEnqueueAfter(promotedAt) >= 0, drain::progress);
+            drain.awaitDrained(Duration.ofSeconds(120));
+            Duration workerRecovery = Duration.ofNanos(drain.firstCompletionAfter(promotedAt));
+            long producerAfter = drain.firstEnqueueAfter(promotedAt);
+            log.info("[failover] after the promotion: workers completed again within {} ms, the producer committed"
+                            + " again within {}; {} enqueue attempts failed, {} acknowledgements were retried",
+                    workerRecovery.toMillis(),
+                    producerAfter < 0 ? "n/a (it had finished)" : producerAfter / 1_000_000 + " ms",
+                    drain.enqueueFailures(), drain.completeRetries());
+            drain.close();
+            ledger.assertExact(Ledger.readTable(survivor, prefix, queue), queue.stats().block(Duration.ofSeconds(30)),
+                    workerRecovery);
+        }
+    }
+}
