@@ -84,6 +84,18 @@ final class Ledger {
     }
 
     /**
+     * How many acknowledged enqueues and completions from before a fault are missing from the table
+     * after it: {@code [enqueues lost, completions lost]}. For faults that may lose writes, where
+     * {@link #assertSurvived} would be the wrong rule.
+     */
+    static long[] countLost(Set<String> enqueuedBefore, Set<String> completedBefore, Map<String, TableRow> table) {
+        long enqueues = enqueuedBefore.stream().filter(key -> !table.containsKey(key)).count();
+        long completions = completedBefore.stream()
+                .filter(key -> table.get(key) == null || !table.get(key).completed()).count();
+        return new long[] {enqueues, completions};
+    }
+
+    /**
      * Checks that everything acknowledged before a fault is still in the table after it: every
      * acknowledged enqueue is a row, every acknowledged completion a completed row. Nothing in the
      * scenarios re-enqueues a key, so a completed row stays completed.
