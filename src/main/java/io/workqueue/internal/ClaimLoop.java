@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -66,7 +67,6 @@ abstract class ClaimLoop<R> {
     private boolean stepCancellable;
     /** Bumped whenever a step is abandoned, so late signals from it are recognised and dropped. */
     private long generation;
-    private boolean cancelled;
     private int failures;
 
     ClaimLoop(String name, FluxSink<?> sink, Duration minBackoff, Duration maxBackoff, Scheduler timer) {
@@ -101,7 +101,10 @@ abstract class ClaimLoop<R> {
     /** Completes when it is worth claiming again after a short claim. */
     abstract Mono<?> awaitWork();
 
-    /** Runs after every event, in every state but {@code STOPPED}; for work that needs no round. */
+    /**
+     * Runs after each run of queued events, in every state but {@code STOPPED}, before the next
+     * round is considered; for work that needs no round.
+     */
     void afterEvent() {}
 
     // ---------------------------------------------------------------- what subclasses may use
@@ -132,16 +135,12 @@ abstract class ClaimLoop<R> {
     }
 
     /**
-     * Whether downstream has cancelled; claiming then stops for good. Asks the sink too: its cancel
-     * callback can arrive after the events already queued, and a claim must not start meanwhile.
+     * Whether downstream has cancelled; claiming then stops for good. Asks the sink rather than
+     * waiting for the cancel event: that event can arrive after others already queued, and a claim
+     * must not start meanwhile.
      */
     final boolean cancelled() {
-        return cancelled || sink.isCancelled();
-    }
-
-    /** The current state, for subclasses' bookkeeping and for tests. */
-    final State state() {
-        return state;
+        return sink.isCancelled();
     }
 
     /** Ends the stream with {@code error}; nothing runs afterwards. */
@@ -171,50 +170,30 @@ abstract class ClaimLoop<R> {
         }
         abandonStep(); // ends a wait the urgent round cuts short
         state = State.RUNNING;
-        long id = generation;
         stepCancellable = round.cancellable();
         // single(): a statement that emits nothing is a failure, not a silent stop.
         step = round.statement().single().subscribe(
-                result -> signal(() -> {
-                    if (id == generation && state == State.RUNNING) {
-                        step = null;
-                        failures = 0;
-                        boolean waitForWork = roundSucceeded(result);
-                        if (state == State.RUNNING) {
-                            state = State.IDLE;
-                            if (waitForWork && !cancelled()) {
-                                startWait();
-                            }
+                whileCurrent(State.RUNNING, result -> {
+                    failures = 0;
+                    boolean waitForWork = roundSucceeded(result);
+                    if (state == State.RUNNING) {
+                        state = State.IDLE;
+                        if (waitForWork && !cancelled()) {
+                            startWait();
                         }
                     }
                 }),
-                error -> signal(() -> {
-                    if (id == generation && state == State.RUNNING) {
-                        step = null;
-                        roundFailed(error);
-                        failed(error);
-                    }
+                whileCurrent(State.RUNNING, error -> {
+                    roundFailed(error);
+                    failed(error);
                 }));
     }
 
     private void startWait() {
         state = State.WAITING;
-        long id = generation;
         stepCancellable = true;
-        step = awaitWork().then().subscribe(
-                null,
-                error -> signal(() -> {
-                    if (id == generation && state == State.WAITING) {
-                        step = null;
-                        failed(error);
-                    }
-                }),
-                () -> signal(() -> {
-                    if (id == generation && state == State.WAITING) {
-                        step = null;
-                        state = State.IDLE;
-                    }
-                }));
+        Consumer<@Nullable Object> ended = whileCurrent(State.WAITING, ignored -> state = State.IDLE);
+        step = awaitWork().then().subscribe(null, whileCurrent(State.WAITING, this::failed), () -> ended.accept(null));
     }
 
     /** A round or a wait failed: back off and carry on if it is worth it, else stop. */
@@ -228,25 +207,30 @@ abstract class ClaimLoop<R> {
         log.warn("claim loop on queue {} failed (attempt {}); retrying in {} ms: {}",
                 name, failures, delay.toMillis(), error.toString());
         state = State.BACKING_OFF;
-        long id = generation;
         stepCancellable = true;
         step = Mono.delay(delay, timer).subscribe(
-                ignored -> signal(() -> {
-                    if (id == generation && state == State.BACKING_OFF) {
-                        step = null;
-                        state = State.IDLE;
-                    }
-                }),
+                whileCurrent(State.BACKING_OFF, ignored -> state = State.IDLE),
                 // Only a disposed timer fails a delay: stop rather than back off forever.
-                timerError -> signal(() -> {
-                    if (id == generation && state == State.BACKING_OFF) {
-                        stop(timerError);
-                    }
-                }));
+                whileCurrent(State.BACKING_OFF, this::stop));
     }
 
+    /**
+     * A signal handler for the step being started in {@code expected}: it queues {@code then} as an
+     * event that runs only while that step is still the current one (not abandoned by a
+     * cancellation or an urgent round), and marks the step finished first.
+     */
+    private <T> Consumer<T> whileCurrent(State expected, Consumer<T> then) {
+        long id = generation;
+        return value -> signal(() -> {
+            if (id == generation && state == expected) {
+                step = null;
+                then.accept(value);
+            }
+        });
+    }
+
+    /** Downstream cancelled: abandon what can be abandoned; {@link #cancelled()} now says so. */
     private void cancel() {
-        cancelled = true;
         if (state == State.WAITING || state == State.BACKING_OFF || (state == State.RUNNING && stepCancellable)) {
             abandonStep();
             state = State.IDLE;

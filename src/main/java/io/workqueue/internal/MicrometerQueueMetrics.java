@@ -61,17 +61,15 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
                     .tags(tags).tag(WorkQueueMeters.OUTCOME_TAG, outcome.tag())
                     .register(registry));
         }
-        gauge(registry, WorkQueueMeters.DEPTH, "items not completed", "items", tags, Stats::pending);
-        gauge(registry, WorkQueueMeters.READY, "items a claim would hand out now", "items", tags, Stats::ready);
-        gauge(registry, WorkQueueMeters.STALLED, "items out of attempts", "items", tags, Stats::stalled);
+        gauge(registry, WorkQueueMeters.DEPTH, "items not completed", "items", tags, lastStats, Stats::pending);
+        gauge(registry, WorkQueueMeters.READY, "items a claim would hand out now", "items", tags, lastStats,
+                Stats::ready);
+        gauge(registry, WorkQueueMeters.STALLED, "items out of attempts", "items", tags, lastStats, Stats::stalled);
         gauge(registry, WorkQueueMeters.OLDEST_READY_AGE, "how long the oldest ready item has waited", "seconds", tags,
-                stats -> stats.oldestReadyAge().toNanos() / 1e9);
-        Gauge.builder(WorkQueueMeters.HORIZON_AGE, lastHorizon,
-                        ref -> ref.get() == null ? Double.NaN : ref.get().oldestTransactionAge().toNanos() / 1e9)
-                .description("how long the oldest transaction holding back the MVCC horizon has been open")
-                .baseUnit("seconds")
-                .tags(tags)
-                .register(registry);
+                lastStats, stats -> stats.oldestReadyAge().toNanos() / 1e9);
+        gauge(registry, WorkQueueMeters.HORIZON_AGE,
+                "how long the oldest transaction holding back the MVCC horizon has been open", "seconds", tags,
+                lastHorizon, horizon -> horizon.oldestTransactionAge().toNanos() / 1e9);
     }
 
     /**
@@ -86,10 +84,16 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
         return Counter.builder(name).description(description).tags(tags).register(registry);
     }
 
-    /** A gauge reading {@code field} of the last snapshot; NaN until the first {@code stats()}. */
-    private void gauge(MeterRegistry registry, String name, String description, String baseUnit, Tags tags,
-            ToDoubleFunction<Stats> field) {
-        Gauge.builder(name, lastStats, ref -> ref.get() == null ? Double.NaN : field.applyAsDouble(ref.get()))
+    /**
+     * A gauge reading {@code field} of the last reading in {@code last} (a {@code stats()} snapshot,
+     * a {@code horizon()}); NaN until the first.
+     */
+    private static <T> void gauge(MeterRegistry registry, String name, String description, String baseUnit, Tags tags,
+            AtomicReference<T> last, ToDoubleFunction<T> field) {
+        Gauge.builder(name, last, ref -> {
+                    T reading = ref.get();
+                    return reading == null ? Double.NaN : field.applyAsDouble(reading);
+                })
                 .description(description).baseUnit(baseUnit).tags(tags).register(registry);
     }
 

@@ -236,7 +236,7 @@ public final class Worker<K> {
             if (!running.remove(run)) {
                 return false;
             }
-            run.batch.settled(run);
+            run.batch.settled();
             return true;
         }
 
@@ -292,12 +292,13 @@ public final class Worker<K> {
             void expireAfter(Duration lease) {
                 if (outstanding > 0) {
                     // The lease began on the server before the claim returned, so by the time this
-                    // fires it has lapsed there: the item may already be someone else's.
-                    deadline = Mono.delay(Durations.capped(lease), timer).subscribe(ignored -> signal(this::expire));
+                    // fires it has lapsed there: the item may already be someone else's. (The
+                    // options have capped the lease, so the delay cannot overflow.)
+                    deadline = Mono.delay(lease, timer).subscribe(ignored -> signal(this::expire));
                 }
             }
 
-            void settled(Run run) {
+            void settled() {
                 if (--outstanding == 0 && deadline != null) {
                     deadline.dispose();
                 }

@@ -484,7 +484,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                         longValue(row.get("leased", Long.class)),
                         longValue(row.get("stalled", Long.class)),
                         longValue(row.get("completed", Long.class)),
-                        Duration.ofNanos(Math.multiplyExact(longValue(row.get("oldest_ready_us", Long.class)), 1000L)))))
+                        ofMicros(longValue(row.get("oldest_ready_us", Long.class))))))
                 .single()
                 .doOnNext(metrics::observed)));
     }
@@ -493,7 +493,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<Horizon> horizon() {
         return Mono.defer(() -> inConnection(connection -> Flux.from(connection.createStatement(Sql.HORIZON).execute())
                         .concatMap(result -> result.map((row, meta) -> Horizon.of(
-                                Duration.ofNanos(Math.multiplyExact(longValue(row.get("oldest_us", Long.class)), 1000L)),
+                                ofMicros(longValue(row.get("oldest_us", Long.class))),
                                 intValue(row.get("holder_pid", Integer.class)),
                                 longValue(row.get("slot_xmin_age", Long.class)))))
                         .single())
@@ -617,6 +617,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      */
     private static <T> List<T> listView(T[] array) {
         return array == null ? null : Arrays.asList(array);
+    }
+
+    /** An age the database computed in microseconds, as the statements report them. */
+    private static Duration ofMicros(long micros) {
+        return Duration.ofNanos(Math.multiplyExact(micros, 1000L));
     }
 
     private static long longValue(@Nullable Long value) {
