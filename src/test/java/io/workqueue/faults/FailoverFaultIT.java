@@ -24,6 +24,33 @@ class FailoverFaultIT {
 
     private HaPair pair;
     private ConnectionPool pool;
+    private String prefix;
+    private ReactiveWorkQueue<String> queue;
+
+    /**
+     * Makes the pair, a queue through the multi-host URL, and a drain of four workers and a live
+     * producer; returns once a quarter of the preload is completed, so the fault lands mid-drain.
+     */
+    private Drain drainingThroughThePair(boolean synchronous, String name, Ledger ledger) {
+        pair = HaPair.create(synchronous);
+        FaultServer both = FaultServer.at(pair.failoverUrl());
+        prefix = both.createTable();
+        pool = both.pool(8);
+        queue = ReactiveWorkQueue.builder(pool, String.class)
+                .config(WorkQueueConfig.builder(name).tablePrefix(prefix).enqueueTimeout(Duration.ofSeconds(5)).build())
+                .build();
+        Drain drain = new Drain(queue, ledger);
+        try {
+            drain.preload("pre-", PRELOADED);
+            drain.startWorkers(4, Duration.ofSeconds(5), Duration.ofMillis(200));
+            drain.startProducer("live-", 100, 50, Duration.ofMillis(40));
+            drain.awaitCompletedAtLeast(PRELOADED / 4, Duration.ofSeconds(60));
+            return drain;
+        } catch (RuntimeException | AssertionError e) {
+            drain.close();
+            throw e;
+        }
+    }
 
     @AfterEach
     void tearDown() {
@@ -37,19 +64,8 @@ class FailoverFaultIT {
 
     @Test
     void withSynchronousReplicationAFailoverLosesNoAcknowledgedWrite() {
-        pair = HaPair.create(true);
-        FaultServer both = FaultServer.at(pair.failoverUrl());
-        String prefix = both.createTable();
-        pool = both.pool(8);
-        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
-                .config(WorkQueueConfig.builder("failover").tablePrefix(prefix).enqueueTimeout(Duration.ofSeconds(5)).build())
-                .build();
         Ledger ledger = new Ledger("failover");
-        try (Drain drain = new Drain(queue, ledger)) {
-            drain.preload("pre-", PRELOADED);
-            drain.startWorkers(4, Duration.ofSeconds(5), Duration.ofMillis(200));
-            drain.startProducer("live-", 100, 50, Duration.ofMillis(40));
-            drain.awaitCompletedAtLeast(PRELOADED / 4, Duration.ofSeconds(60));
+        try (Drain drain = drainingThroughThePair(true, "failover", ledger)) {
 
             Set<String> enqueuedBefore = ledger.enqueuedSoFar();
             Set<String> completedBefore = ledger.completedSoFar();
@@ -88,19 +104,8 @@ class FailoverFaultIT {
      */
     @Test
     void withAsynchronousReplicationTheQueueCarriesOnAndTheLossIsMeasured() {
-        pair = HaPair.create(false);
-        FaultServer both = FaultServer.at(pair.failoverUrl());
-        String prefix = both.createTable();
-        pool = both.pool(8);
-        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
-                .config(WorkQueueConfig.builder("failover-async").tablePrefix(prefix).enqueueTimeout(Duration.ofSeconds(5)).build())
-                .build();
         Ledger ledger = new Ledger("failover, asynchronous");
-        try (Drain drain = new Drain(queue, ledger)) {
-            drain.preload("pre-", PRELOADED);
-            drain.startWorkers(4, Duration.ofSeconds(5), Duration.ofMillis(200));
-            drain.startProducer("live-", 100, 50, Duration.ofMillis(40));
-            drain.awaitCompletedAtLeast(PRELOADED / 4, Duration.ofSeconds(60));
+        try (Drain drain = drainingThroughThePair(false, "failover-async", ledger)) {
 
             Set<String> enqueuedBefore = ledger.enqueuedSoFar();
             Set<String> completedBefore = ledger.completedSoFar();

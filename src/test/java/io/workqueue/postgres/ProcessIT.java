@@ -49,6 +49,22 @@ class ProcessIT {
         return IntStream.range(0, n).mapToObj(i -> String.format("k%04d", i)).toList();
     }
 
+    /**
+     * A worker of {@code concurrency} whose handlers count themselves in {@code started} and finish
+     * when {@code gate} opens; returns once that many are running.
+     */
+    private static Disposable runHeldAtGate(ReactiveWorkQueue<String> queue, Sinks.Empty<Void> gate,
+            AtomicInteger started, int concurrency) {
+        Disposable worker = queue.process(item -> {
+                            started.incrementAndGet();
+                            return gate.asMono();
+                        },
+                        options().concurrency(concurrency).build())
+                .subscribe();
+        Poll.until(TIMEOUT, concurrency + " handler(s) running", () -> started.get() == concurrency);
+        return worker;
+    }
+
     @Test
     void everyItemIsHandledCompletedAndEmittedOnce() {
         ReactiveWorkQueue<String> queue = queue();
@@ -143,13 +159,7 @@ class ProcessIT {
         queue.enqueueKeys("slow").block(TIMEOUT);
         Sinks.Empty<Void> gate = Sinks.empty();
         AtomicInteger started = new AtomicInteger();
-        Disposable worker = queue.process(item -> {
-                            started.incrementAndGet();
-                            return gate.asMono();
-                        },
-                        options().concurrency(1).build())
-                .subscribe();
-        Poll.until(TIMEOUT, "the handler running", () -> started.get() == 1);
+        Disposable worker = runHeldAtGate(queue, gate, started, 1);
         // Cancelled, the worker acknowledges through the group-committed complete, whose write
         // waits behind this lock past its 300 ms timeout, more than once.
         worker.dispose();
@@ -179,13 +189,7 @@ class ProcessIT {
         Sinks.Empty<Void> gate = Sinks.empty();
         AtomicInteger started = new AtomicInteger();
 
-        Disposable worker = queue.process(item -> {
-                            started.incrementAndGet();
-                            return gate.asMono();
-                        },
-                        options().concurrency(3).build())
-                .subscribe();
-        Poll.until(TIMEOUT, "three handlers running", () -> started.get() == 3);
+        Disposable worker = runHeldAtGate(queue, gate, started, 3);
         worker.dispose();
         gate.tryEmitEmpty();
 

@@ -26,6 +26,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 import java.util.function.UnaryOperator;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
@@ -197,7 +199,7 @@ class PgBouncerIT {
         assertTrue(!Queues.exists(prefix, queue, "dropped"));
     }
 
-    private static void inTransaction(java.util.function.Function<Connection, Mono<Void>> work, boolean commit) {
+    private static void inTransaction(Function<Connection, Mono<Void>> work, boolean commit) {
         Mono.usingWhen(pooled.create(),
                         connection -> Mono.from(connection.beginTransaction())
                                 .then(work.apply(connection))
@@ -233,7 +235,7 @@ class PgBouncerIT {
                 .build();
         try {
             for (PgNotificationListener listener : List.of(throughPooler, direct)) {
-                java.util.concurrent.atomic.AtomicBoolean open = new java.util.concurrent.atomic.AtomicBoolean();
+                AtomicBoolean open = new AtomicBoolean();
                 listener.wakeups().filter(w -> w == PgNotificationListener.SESSION_ESTABLISHED)
                         .subscribe(w -> open.set(true));
                 Poll.until(WAIT, "the LISTEN session is open", open::get);

@@ -33,7 +33,8 @@ public final class Pooler {
     private static final String PREFIX = "pooler";
     private static final String NO_CACHE = "preparedStatementCacheQueries=0";
 
-    private record Path_(String name, String url) {}
+    /** One way to reach the database: a name for the table, and the R2DBC URL. */
+    private record Route(String name, String url) {}
 
     public static void main(String[] args) throws Exception {
         int status = 1;
@@ -58,10 +59,10 @@ public final class Pooler {
         }
         Db db = Db.fromEnvironment("bench");
         String pooler = System.getenv().getOrDefault("PGBOUNCER_PORT", "6432");
-        List<Path_> paths = List.of(
-                new Path_("direct, statement cache on", db.url()),
-                new Path_("direct, statement cache off", db.url() + "?" + NO_CACHE),
-                new Path_("PgBouncer (transaction mode), cache off",
+        List<Route> paths = List.of(
+                new Route("direct, statement cache on", db.url()),
+                new Route("direct, statement cache off", db.url() + "?" + NO_CACHE),
+                new Route("PgBouncer (transaction mode), cache off",
                         "r2dbc:postgresql://" + db.user + "@127.0.0.1:" + pooler + "/bench?" + NO_CACHE));
         db.dropQueueTables();
         db.migrate(PREFIX);
@@ -69,7 +70,7 @@ public final class Pooler {
         Map<String, List<Double>> enqueue = new LinkedHashMap<>();
         Map<String, List<Double>> drain = new LinkedHashMap<>();
         for (int round = 0; round < rounds; round++) {
-            for (Path_ path : paths) {
+            for (Route path : paths) {
                 // Every path starts from an empty table: what one run leaves behind (completed rows,
                 // dead row versions) would otherwise slow the next, or speed it up once pruned.
                 db.exec("TRUNCATE " + PREFIX + "_work_queue_items");
@@ -121,7 +122,7 @@ public final class Pooler {
         String baseline = paths.get(0).name();
         double baseEnqueue = Percentiles.median(enqueue.get(baseline));
         double baseDrain = Percentiles.median(drain.get(baseline));
-        for (Path_ path : paths) {
+        for (Route path : paths) {
             double e = Percentiles.median(enqueue.get(path.name()));
             double d = Percentiles.median(drain.get(path.name()));
             md.append(String.format(Locale.ROOT, "| %s | %.0f | %.2f | %.0f | %.2f |%n", path.name(), e, e / baseEnqueue,
