@@ -75,6 +75,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private final GroupCommit<String[], Long> completions;
     private final WakeGate wakeGate;
     private final QueueMetrics metrics;
+    private final ClaimCursors cursors = new ClaimCursors(System.nanoTime());
     /** {@code System.nanoTime()} of the last horizon WARN; 0 before the first. */
     private final AtomicLong lastHorizonWarning = new AtomicLong();
 
@@ -189,6 +190,9 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             keys[i] = e.key();
             priorities[i] = e.priority();
             delays[i] = e.delayMicros();
+            // This instance's claims read a band it writes to from then on, without waiting for
+            // a sweep to find it.
+            cursors.bandSeen(e.priority());
         }
         Statement statement = connection.createStatement(sql.enqueue)
                 .bind(0, config.name())
@@ -229,6 +233,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     // ---------------------------------------------------------------- claim
 
+    /** Where this instance's claims start reading each band; for tests in this package. */
+    ClaimCursors cursors() {
+        return cursors;
+    }
+
     @Override
     public Mono<List<Item<K>>> claim(int limit, Duration lease) {
         return Mono.defer(() -> {
@@ -236,7 +245,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             // SKIP LOCKED can still wait, briefly, on a row whose updater is committing, while
             // holding rows locked in claim order rather than key order: a rare 40P01 is possible,
             // and a deadlocked claim leased nothing, so it is retried like a write.
-            return withRetries(leaseDue(sql.claimDue, limit, lease, statement -> statement)).map(Leased::items);
+            return withRetries(leaseDue(sql.claimDue, sql.claimFromCursors, 4, limit, lease, statement -> statement))
+                    .map(Leased::items);
         });
     }
 
@@ -245,7 +255,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Mono.defer(() -> {
             requirePositive("lease", lease);
             String[] keys = encodeDistinct(completed);
-            return withRetries(leaseDue(sql.completeAndClaim, limit, lease, statement -> statement.bind(4, keys)))
+            return withRetries(leaseDue(sql.completeAndClaim, sql.completeAndClaimFromCursors, 5, limit, lease,
+                            statement -> statement.bind(4, keys)))
                     .doOnNext(leased -> metrics.completed(leased.completed()))
                     .map(Leased::items);
         });
@@ -254,32 +265,56 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     /**
      * Runs a statement built on {@link Sql#claimDue}'s shape: $1 queue, $2 attempt limit, $3 claim
      * limit, $4 lease, further parameters bound by {@code bindRest}. It returns one row: the leased
-     * items as parallel arrays in claim order, and the number of items it completed.
+     * items as parallel arrays in claim order, and the number of items it completed. The claim is
+     * {@code sweepSql} when the {@link ClaimCursors} plan a sweep, else {@code cursorSql} with the
+     * bands and their cursors bound from the (0-based) parameter {@code cursorParameter} on.
      */
-    private Mono<Leased<K>> leaseDue(String statementSql, int limit, Duration lease, UnaryOperator<Statement> bindRest) {
+    private Mono<Leased<K>> leaseDue(String sweepSql, String cursorSql, int cursorParameter, int limit,
+            Duration lease, UnaryOperator<Statement> bindRest) {
         int batch = limit <= 0 || limit > config.maxClaimBatch() ? config.maxClaimBatch() : limit;
         long leaseMicros = Durations.micros(lease);
         return Mono.defer(() -> {
             long start = System.nanoTime();
-            return inConnection(connection -> Flux.from(bindRest.apply(connection.createStatement(statementSql)
-                                    .bind(0, config.name())
-                                    .bind(1, config.maxAttempts())
-                                    .bind(2, batch)
-                                    .bind(3, leaseMicros))
-                            .execute())
-                    .concatMap(result -> result.map((row, meta) -> leased(
-                            row.get(0, String[].class),
-                            row.get(1, Integer[].class),
-                            row.get(2, Integer[].class),
-                            row.get(3, Boolean[].class),
-                            longValue(row.get(4, Long.class)))))
-                    .single()
+            ClaimCursors.Plan plan = cursors.plan(start);
+            Mono<Leased<K>> claimed = inConnection(connection -> {
+                        Statement statement = bindRest.apply(connection.createStatement(plan.sweep() ? sweepSql : cursorSql)
+                                .bind(0, config.name())
+                                .bind(1, config.maxAttempts())
+                                .bind(2, batch)
+                                .bind(3, leaseMicros));
+                        if (!plan.sweep()) {
+                            statement.bind(cursorParameter, plan.priorities()).bind(cursorParameter + 1, plan.fromMicros());
+                        }
+                        return Flux.from(statement.execute())
+                                .concatMap(result -> result.map((row, meta) -> {
+                                    Integer[] priorities = row.get(1, Integer[].class);
+                                    Long[] available = row.get(5, Long[].class);
+                                    cursors.claimed(plan, batch,
+                                            priorities == null ? new Integer[0] : priorities,
+                                            available == null ? new Long[0] : available,
+                                            longValue(row.get(6, Long.class)));
+                                    return leased(
+                                            row.get(0, String[].class),
+                                            priorities,
+                                            row.get(2, Integer[].class),
+                                            row.get(3, Boolean[].class),
+                                            longValue(row.get(4, Long.class)));
+                                }))
+                                .single();
+                    })
                     .doOnNext(leased -> metrics.claimed(leased.items().size() + leased.undecodable().size(),
                             (int) leased.items().stream().filter(Item::reclaimed).count(),
-                            System.nanoTime() - start)))
-                    .flatMap(leased -> leased.undecodable().isEmpty()
-                            ? Mono.just(leased)
-                            : setAside(leased.undecodable()).thenReturn(leased));
+                            System.nanoTime() - start));
+            if (plan.sweep()) {
+                // However the sweep ends (leased, failed, cancelled), the next one is scheduled.
+                claimed = claimed.doFinally(signal -> {
+                    long end = System.nanoTime();
+                    cursors.sweepEnded(end, end - start);
+                });
+            }
+            return claimed.flatMap(leased -> leased.undecodable().isEmpty()
+                    ? Mono.just(leased)
+                    : setAside(leased.undecodable()).thenReturn(leased));
         });
     }
 

@@ -61,6 +61,12 @@ final class Sql {
      */
     final String claimDue;
     /**
+     * As {@link #claimDue}, reading each band from its cursor: $5 priorities int[] (highest first),
+     * $6 where each band's read starts, in microseconds since the epoch, bigint[]. Both claims also
+     * return each item's {@code available_at} and the statement's {@code now()}, in microseconds.
+     */
+    final String claimFromCursors;
+    /**
      * $1 queue, $2 keys text[]; marks the items completed or, when the queue deletes on complete,
      * deletes them. One row: "completed", the count, and "completed_keys", null when every key
      * named was completed, else the keys that were (empty when none was).
@@ -71,6 +77,8 @@ final class Sql {
      * completes as {@link #completeKeys} does.
      */
     final String completeAndClaim;
+    /** As {@link #completeAndClaim}, reading bands from cursors as {@link #claimFromCursors} does, at $6 and $7. */
+    final String completeAndClaimFromCursors;
     /** $1 queue, $2 keys text[], $3 delay in microseconds, $4 last error (nullable). */
     final String releaseKeys;
     /** $1 queue, $2 keys text[]. */
@@ -167,8 +175,9 @@ final class Sql {
                 %s)
                 SELECT pg_notify($5::text, '')
                 """.formatted(upsert.indent(4)) : upsert);
-        this.claimDue = compact("WITH " + claim("", "0::bigint"));
-        this.completeAndClaim = compact("""
+        this.claimDue = compact("WITH " + claim("", "0::bigint", 0));
+        this.claimFromCursors = compact("WITH " + claim("", "0::bigint", 5));
+        IntFunction<String> completeAndClaim = cursorParameter -> compact("""
                 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
                 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
                 -- statement waits for a lock it holds no claimed row: no lock cycle. The claim
@@ -179,7 +188,9 @@ final class Sql {
                 """.formatted(
                         completing.apply(5),
                         claim("AND NOT (item_key = ANY($5::text[])) AND (SELECT count(*) FROM done) >= 0",
-                                "(SELECT count(*) FROM done)")));
+                                "(SELECT count(*) FROM done)", cursorParameter)));
+        this.completeAndClaim = completeAndClaim.apply(0);
+        this.completeAndClaimFromCursors = completeAndClaim.apply(6);
         this.completeKeys = compact("""
                 WITH %1$s
                 -- One row: how many items were completed and, only when that is fewer than the keys
@@ -266,8 +277,8 @@ final class Sql {
      * saved; each array decodes in one step. Every aggregate sorts by the same total order, so the
      * arrays line up.
      */
-    private String claim(String extraDueCondition, String completedCount) {
-        return """
+    private String claim(String extraDueCondition, String completedCount, int cursorParameter) {
+        String due = cursorParameter == 0 ? """
                 due AS MATERIALIZED (
                     SELECT queue_name, item_key, lease_until
                     FROM %1$s
@@ -276,6 +287,29 @@ final class Sql {
                     LIMIT $3::int
                     FOR UPDATE SKIP LOCKED
                 ),
+                """ : """
+                -- Each band from its cursor ($%5$d priorities, highest first; $%6$d where each band's
+                -- read starts, in microseconds since the epoch): an index seek to the cursor, so the
+                -- claim does not walk the history at the head of a band (see ClaimCursors). The
+                -- nested loop keeps the bands' order and the outer LIMIT stops it, so no band locks
+                -- more rows than the claim hands out.
+                due AS MATERIALIZED (
+                    SELECT d.queue_name, d.item_key, d.lease_until
+                    FROM unnest($%5$d::int[], $%6$d::bigint[]) AS band(priority, from_us)
+                    CROSS JOIN LATERAL (
+                        SELECT queue_name, item_key, lease_until
+                        FROM %1$s
+                        WHERE queue_name = $1::text AND priority = band.priority
+                            AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond'
+                            AND %2$s %3$s
+                        ORDER BY available_at, item_key
+                        LIMIT $3::int
+                        FOR UPDATE SKIP LOCKED
+                    ) AS d
+                    LIMIT $3::int
+                ),
+                """;
+        return (due + """
                 leased AS (
                     UPDATE %1$s AS q
                     SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
@@ -294,9 +328,13 @@ final class Sql {
                     array_agg(priority ORDER BY %4$s) AS priorities,
                     array_agg(attempts ORDER BY %4$s) AS attempts,
                     array_agg(reclaimed ORDER BY %4$s) AS reclaimed,
-                    %5$s AS completed
+                    %7$s AS completed,
+                    -- Where the claim ended, for the cursors: each item's availability, and now().
+                    array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint ORDER BY %4$s) AS available_us,
+                    (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us
                 FROM leased
-                """.formatted(table, DUE, extraDueCondition, CLAIM_ORDER, completedCount);
+                """).formatted(table, DUE, extraDueCondition, CLAIM_ORDER, cursorParameter, cursorParameter + 1,
+                        completedCount);
     }
 
     /**

@@ -87,15 +87,19 @@ class SqlExplainIT {
     /** Every statement, with binds of the types the queue binds. */
     private static Map<String, Object[]> everyStatementWithBinds() {
         String[] keys = {"a", "b"};
-        return Map.of(
-                "enqueue", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L}},
-                "claimDue", new Object[] {"q", 0, 10, 30_000_000L},
-                "completeAndClaim", new Object[] {"q", 0, 10, 30_000_000L, keys},
-                "completeKeys", new Object[] {"q", keys},
-                "releaseKeys", new Object[] {"q", keys, 5_000_000L, "boom"},
-                "removeKeys", new Object[] {"q", keys},
-                "reapCompleted", new Object[] {"q", 86_400_000_000L, 1000},
-                "stats", new Object[] {"q", 3});
+        Integer[] bands = {5, 0};
+        Long[] cursors = {ClaimCursors.HEAD, 1_700_000_000_000_000L};
+        return Map.ofEntries(
+                Map.entry("enqueue", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L}}),
+                Map.entry("claimDue", new Object[] {"q", 0, 10, 30_000_000L}),
+                Map.entry("claimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, bands, cursors}),
+                Map.entry("completeAndClaim", new Object[] {"q", 0, 10, 30_000_000L, keys}),
+                Map.entry("completeAndClaimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, keys, bands, cursors}),
+                Map.entry("completeKeys", new Object[] {"q", keys}),
+                Map.entry("releaseKeys", new Object[] {"q", keys, 5_000_000L, "boom"}),
+                Map.entry("removeKeys", new Object[] {"q", keys}),
+                Map.entry("reapCompleted", new Object[] {"q", 86_400_000_000L, 1000}),
+                Map.entry("stats", new Object[] {"q", 3}));
     }
 
     private static String statement(String field) {
@@ -143,7 +147,7 @@ class SqlExplainIT {
         Set<String> differ = everyStatementWithBinds().keySet().stream()
                 .filter(field -> !statement(sql, field).equals(statement(deleting, field)))
                 .collect(Collectors.toCollection(TreeSet::new));
-        assertEquals(Set.of("completeAndClaim", "completeKeys"), differ);
+        assertEquals(Set.of("completeAndClaim", "completeAndClaimFromCursors", "completeKeys"), differ);
         for (String field : differ) {
             String text = statement(deleting, field);
             assertFalse(text.contains("completed_at = now()"), field + " still marks rows completed:\n" + text);
@@ -158,7 +162,7 @@ class SqlExplainIT {
     @Test
     void theServerPlansTheDeletingStatements() {
         Map<String, Object[]> binds = everyStatementWithBinds();
-        for (String field : List.of("completeKeys", "completeAndClaim")) {
+        for (String field : List.of("completeKeys", "completeAndClaim", "completeAndClaimFromCursors")) {
             List<String> plan = explain(statement(deleting, field), binds.get(field));
             assertTrue(String.join("\n", plan).contains("Delete on " + Queues.table(prefix)), field + ":\n" + plan);
         }
@@ -200,11 +204,13 @@ class SqlExplainIT {
                 queue);
         TestDatabase.execute("ANALYZE " + table);
 
-        List<String> plan = explain(sql.claimDue, queue, 0, 10, 30_000_000L);
-
-        String text = String.join("\n", plan);
-        assertTrue(text.contains(table + "_due_idx"), "the claim should scan the partial due index:\n" + text);
-        assertFalse(text.contains("Seq Scan"), text);
+        for (List<String> plan : List.of(explain(sql.claimDue, queue, 0, 10, 30_000_000L),
+                explain(sql.claimFromCursors, queue, 0, 10, 30_000_000L, new Integer[] {4, 2, 0},
+                        new Long[] {ClaimCursors.HEAD, ClaimCursors.HEAD, 1_700_000_000_000_000L}))) {
+            String text = String.join("\n", plan);
+            assertTrue(text.contains(table + "_due_idx"), "the claim should scan the partial due index:\n" + text);
+            assertFalse(text.contains("Seq Scan"), text);
+        }
     }
 
     @Test
@@ -247,6 +253,11 @@ class SqlExplainIT {
                 "claimDue", genericPlan(ownSql.claimDue, "text, int, int, bigint", q + ", 0, 100, 30000000"),
                 "completeAndClaim", genericPlan(ownSql.completeAndClaim, "text, int, int, bigint, text[]",
                         q + ", 0, 100, 30000000, '{g1,g3}'"),
+                "claimFromCursors", genericPlan(ownSql.claimFromCursors, "text, int, int, bigint, int[], bigint[]",
+                        q + ", 0, 100, 30000000, '{0}', '{1700000000000000}'"),
+                "completeAndClaimFromCursors", genericPlan(ownSql.completeAndClaimFromCursors,
+                        "text, int, int, bigint, text[], int[], bigint[]",
+                        q + ", 0, 100, 30000000, '{g1,g3}', '{0}', '{1700000000000000}'"),
                 "reapCompleted", genericPlan(ownSql.reapCompleted, "text, bigint, int", q + ", 3600000000, 1000"),
                 "completeKeys", genericPlan(ownSql.completeKeys, "text, text[]", q + ", '{g1,g3}'"),
                 "completeKeys (deleting)", genericPlan(ownDeleting.completeKeys, "text, text[]", q + ", '{g1,g3}'"),

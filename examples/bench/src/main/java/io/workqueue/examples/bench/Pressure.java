@@ -54,7 +54,8 @@ public final class Pressure {
             double pickupP50, double pickupP99, long deadTuples, double horizonSeconds) {}
 
     /** A claim's plan at the end of a phase: the top node's buffers and the execution time. */
-    private record ClaimPlan(String phase, String buffers, String executionTime) {}
+    private record ClaimPlan(String phase, String buffers, String executionTime, String cursorBuffers,
+            String cursorExecutionTime) {}
 
     private final Db db;
     private final int rate;
@@ -203,7 +204,7 @@ public final class Pressure {
                     windowStart = now;
                 }
             }
-            plans.add(explainClaim(label, table));
+            plans.add(explainClaim(label));
             if (holder != null) {
                 close(holder);
                 holder = null;
@@ -249,12 +250,26 @@ public final class Pressure {
         Mono.from(connection.close()).onErrorResume(e -> Mono.empty()).block();
     }
 
-    /** One claim of {@code batch} items, planned and run, then rolled back: nothing is leased. */
-    private ClaimPlan explainClaim(String phaseName, String table) {
+    /**
+     * One claim of {@code batch} items, planned and run, then rolled back (nothing is leased): the
+     * sweep (the claim from the head of the index, exact claim order), and the claim most claims
+     * are, reading band 0 from a cursor where the queue keeps it once the band is drained (the
+     * statement's now() less the cursor slack).
+     */
+    private ClaimPlan explainClaim(String phaseName) {
+        LibrarySql sql = LibrarySql.forPrefix(PREFIX);
+        String[] sweep = explain(sql.claimDue, phaseName + " (sweep)");
+        String[] cursor = explain(sql.claimFromCursors
+                .replace("$5", "'{0}'")
+                .replace("$6", "ARRAY[(EXTRACT(EPOCH FROM now()) * 1000000)::bigint - 500000]"), phaseName + " (cursor)");
+        return new ClaimPlan(phaseName, sweep[0], sweep[1], cursor[0], cursor[1]);
+    }
+
+    /** The top node's buffers and the execution time of one claim statement, rolled back. */
+    private String[] explain(String statement, String what) {
         // The driver binds every $n it sees, so the parameters go in as literals (a custom plan,
         // as the first executions of the library's prepared claim get too).
-        String claim = LibrarySql.forPrefix(PREFIX).claimDue
-                .replace("$1", "'" + QUEUE + "'").replace("$2", "0").replace("$3", String.valueOf(batch))
+        String claim = statement.replace("$1", "'" + QUEUE + "'").replace("$2", "0").replace("$3", String.valueOf(batch))
                 .replace("$4", "60000000");
         List<String> plan = Mono.usingWhen(Mono.from(db.factory("pressure-explain").create()), c ->
                         Flux.from(c.createStatement("BEGIN").execute()).concatMap(r -> r.getRowsUpdated())
@@ -267,9 +282,9 @@ public final class Pressure {
                 .block(Duration.ofMinutes(5));
         String buffers = plan.stream().filter(l -> l.contains("Buffers:")).findFirst().orElse("?").trim();
         String time = plan.stream().filter(l -> l.startsWith("Execution Time")).findFirst().orElse("?").trim();
-        System.err.println("claim at the end of " + phaseName + ": " + buffers + "; " + time);
+        System.err.println("claim at the end of " + what + ": " + buffers + "; " + time);
         System.err.println("  " + String.join("\n  ", plan));
-        return new ClaimPlan(phaseName, buffers, time);
+        return new String[] {buffers, time};
     }
 
     private void write(List<Window> windows, List<ClaimPlan> plans) throws IOException {
@@ -300,18 +315,20 @@ public final class Pressure {
                 .append(db.queryString("SHOW server_version")).append(", load average ").append(Machine.loadAverage())
                 .append(").\n\n")
                 .append("| phase | windows | completed/s (mean) | ÷ clean | last window completed/s | last backlog |"
-                        + " pickup p99 (median of windows) | ÷ clean | dead tuples at end | claim at end of phase |\n")
-                .append("|---|---|---|---|---|---|---|---|---|---|\n");
+                        + " pickup p99 (median of windows) | ÷ clean | dead tuples at end | sweep claim at end of phase |"
+                        + " cursor claim at end of phase |\n")
+                .append("|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Map.Entry<String, List<Window>> entry : byPhase.entrySet()) {
             List<Window> ws = entry.getValue();
             Window last = ws.get(ws.size() - 1);
             double completedRate = mean(ws, Window::completed);
             double p99 = Percentiles.median(ws.stream().map(Window::pickupP99).toList());
             ClaimPlan plan = plans.stream().filter(pl -> pl.phase().equals(entry.getKey())).findFirst().orElse(null);
-            md.append(String.format(Locale.ROOT, "| %s | %d | %.0f | %.2f | %.0f | %d | %.0f ms | %.2f | %d | %s |%n",
+            md.append(String.format(Locale.ROOT, "| %s | %d | %.0f | %.2f | %.0f | %d | %.0f ms | %.2f | %d | %s | %s |%n",
                     entry.getKey(), ws.size(), completedRate, completedRate / cleanRate, last.completed(), last.backlog(),
                     p99, p99 / cleanP99, last.deadTuples(),
-                    plan == null ? "" : plan.buffers() + "; " + plan.executionTime()));
+                    plan == null ? "" : plan.buffers() + "; " + plan.executionTime(),
+                    plan == null ? "" : plan.cursorBuffers() + "; " + plan.cursorExecutionTime()));
         }
         md.append("\nPer-window numbers: `pressure.csv`; chart: `pressure.png`. Ratios are against the clean phase of"
                 + " the same run.\n");
