@@ -1,6 +1,7 @@
 -- reactive-workqueue: one table serves every logical queue (queue_name partitions it).
 -- {{prefix}} is replaced by the validated table prefix plus "_" (or nothing for the default).
--- Every statement is idempotent, so this file can be re-run, or handed to a migration tool.
+-- Every statement is idempotent, so this file can be re-run, or handed to a migration tool; run on
+-- a table an earlier release created, it upgrades it in place (see "Schema versions" below).
 
 CREATE TABLE IF NOT EXISTS {{prefix}}work_queue_items (
     -- Bytewise collation, so the server's ORDER BY and the client's code-point sort agree:
@@ -17,6 +18,10 @@ CREATE TABLE IF NOT EXISTS {{prefix}}work_queue_items (
     -- NULL while pending.
     completed_at TIMESTAMPTZ,
     last_error   TEXT,
+    -- Set by an enqueue that lands while the item is leased: the earliest availability those
+    -- enqueues asked for. Completing the lease then runs the item once more instead; NULL when not
+    -- asked (schema version 2).
+    requested_at TIMESTAMPTZ,
     PRIMARY KEY (queue_name, item_key)
 )
 -- Room on each page for a row's next version: a claim rewrites the row but no indexed column, so
@@ -35,3 +40,11 @@ CREATE INDEX IF NOT EXISTS {{prefix}}work_queue_items_due_idx
 CREATE INDEX IF NOT EXISTS {{prefix}}work_queue_items_reap_idx
     ON {{prefix}}work_queue_items (queue_name, completed_at)
     WHERE completed_at IS NOT NULL;
+
+-- Schema versions. 1: the first release. 2: requested_at (an enqueue during a lease is not lost).
+-- Upgrading a version-1 table adds a nullable column without a default: a catalog change that
+-- rewrites nothing, though it takes the table's lock for a moment. The table's comment records
+-- the version, so WorkQueueMigrations.version() can tell what a table is at.
+ALTER TABLE {{prefix}}work_queue_items ADD COLUMN IF NOT EXISTS requested_at TIMESTAMPTZ;
+
+COMMENT ON TABLE {{prefix}}work_queue_items IS 'reactive-workqueue schema 2';

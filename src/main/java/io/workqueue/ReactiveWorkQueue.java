@@ -67,7 +67,9 @@ public interface ReactiveWorkQueue<K> {
      * key merge first (highest priority, shortest delay), the same rule the upsert applies to a row
      * already in the table: on an outstanding item priority only rises and availability only moves
      * earlier, attempts and last error are kept and a live lease is not revoked; a completed item is
-     * restarted with the new priority and delay, attempts reset and last error cleared.
+     * restarted with the new priority and delay, attempts reset and last error cleared. An enqueue
+     * that lands on a live lease also marks the item, so that completing that lease runs it once
+     * more (see {@link #complete(Collection)}): an enqueue during a lease is never lost.
      *
      * <p>The returned {@code Mono} completes once the upsert carrying these rows has committed, so
      * enqueue-then-claim sees the keys. Cancelling it stops waiting but does not cancel the shared
@@ -101,7 +103,12 @@ public interface ReactiveWorkQueue<K> {
 
     /**
      * Leases up to {@code limit} due items in one statement, ordered by priority (highest first),
-     * then availability, then key. {@code limit <= 0} or above
+     * then availability, then key. Each priority band is read from where this instance's last
+     * claim ended, so claims do not walk history a held MVCC horizon keeps; what became due behind
+     * that point (a lapsed lease, a transactional enqueue committed late, a raised priority, a band
+     * only other processes write) is handed out by the instance's next sweep, a claim from the head
+     * in exact order, run at least every 200 ms but at most 1/50 of the claim time (README,
+     * "Guarantees"). {@code limit <= 0} or above
      * {@link WorkQueueConfig#maxClaimBatch()} means {@code maxClaimBatch}. Rows locked by a
      * concurrent claimer are skipped and replaced, so a short batch means the queue is nearly
      * drained. An empty queue gives an empty list. {@code lease} must be positive, else
@@ -119,7 +126,8 @@ public interface ReactiveWorkQueue<K> {
      * The completion takes its locks in key order, before the claim leases anything; the claim
      * skips locked rows as {@link #claim} does and never re-claims a key it is completing. Limit
      * and lease follow {@link #claim}'s rules. Retried like the other writers on 40001/40P01.
-     * Emits the leased items (possibly none).
+     * Emits the leased items (possibly none). A key enqueued again during its lease is handed back
+     * as {@link #complete(Collection)} describes; this statement does not claim it, the next does.
      */
     Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease);
 
@@ -187,6 +195,13 @@ public interface ReactiveWorkQueue<K> {
      * with {@link WorkQueueConfig#deleteOnComplete()} it deletes their rows instead. Unknown and
      * already-completed keys are ignored; idempotent. Emits how many items this call completed.
      *
+     * <p>An item enqueued again while it was leased is not completed: the work its lease did may
+     * predate that enqueue, so it is handed back to run once more (however many enqueues arrived),
+     * unleased, with fresh attempts, due at the earliest availability those enqueues asked for, or
+     * at once. It is kept even with {@code deleteOnComplete}, is not in the count this emits, and is
+     * counted by the {@code workqueue.requeued.during.lease} meter instead of
+     * {@code workqueue.completed}.
+     *
      * <p>Group-committed like {@link #enqueue(Collection)}: concurrent completes on this instance are
      * merged into one lock-ordered statement, with one in flight at a time, so many workers
      * acknowledging small batches cost one transaction per round instead of one each. A key named by
@@ -209,8 +224,9 @@ public interface ReactiveWorkQueue<K> {
     /**
      * Hands items back: drops their leases and makes them available after {@code delay} (negative
      * means now, longer than {@link #MAX_DURATION} means {@code MAX_DURATION}), recording {@code cause}'s message (bounded to 1024 characters; {@code null} stores
-     * none) as the last error. Attempts are kept; completed items are not touched. Emits how many
-     * items were released.
+     * none) as the last error. Attempts are kept; completed items are not touched. An enqueue
+     * during the lease is absorbed: the release runs the item again anyway, after its delay. Emits
+     * how many items were released.
      */
     Mono<Long> release(Duration delay, @Nullable Throwable cause, Collection<K> keys);
 
@@ -239,7 +255,9 @@ public interface ReactiveWorkQueue<K> {
      * What is holding back the database's MVCC horizon, read in one statement on the database
      * clock; see {@link Horizon}. A transaction kept open for long (a session left idle in
      * transaction, a long report, {@code pg_dump}) keeps every row version the queue's churn leaves
-     * behind, and claims slow down while it lasts: call this beside {@link #stats()} and alert on
+     * behind: the table and its indexes grow, and sweeps and reaps, which read from the head of an
+     * index, slow down while it lasts (claims read from cursors and do not): call this beside
+     * {@link #stats()} and alert on
      * {@link Horizon#oldestTransactionAge()}. Logs a WARN, at most once a minute per instance,
      * while it is older than {@link WorkQueueConfig#horizonWarning()}, and feeds the
      * {@code workqueue.horizon.age} gauge. Seeing other roles' sessions needs

@@ -29,6 +29,11 @@ public final class WorkQueueMeters {
     public static final String RECLAIMED = "workqueue.reclaimed";
     /** Counter: items completed. */
     public static final String COMPLETED = "workqueue.completed";
+    /**
+     * Counter: completions that did not complete because the item was enqueued again while it was
+     * leased; each runs once more. Not counted in {@link #COMPLETED}.
+     */
+    public static final String REQUEUED_DURING_LEASE = "workqueue.requeued.during.lease";
     /** Counter: items released. */
     public static final String RELEASED = "workqueue.released";
     /** Counter: items removed. */

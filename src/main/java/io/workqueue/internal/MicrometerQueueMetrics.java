@@ -24,6 +24,7 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     private final Counter claimed;
     private final Counter reclaimed;
     private final Counter completed;
+    private final Counter requeuedDuringLease;
     private final Counter released;
     private final Counter removed;
     private final Counter reaped;
@@ -45,6 +46,8 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
         claimed = counter(registry, WorkQueueMeters.CLAIMED, "items leased by claims", tags);
         reclaimed = counter(registry, WorkQueueMeters.RECLAIMED, "claims that took over a lapsed lease", tags);
         completed = counter(registry, WorkQueueMeters.COMPLETED, "items completed", tags);
+        requeuedDuringLease = counter(registry, WorkQueueMeters.REQUEUED_DURING_LEASE,
+                "completions that re-armed an item enqueued again during its lease", tags);
         released = counter(registry, WorkQueueMeters.RELEASED, "items released", tags);
         removed = counter(registry, WorkQueueMeters.REMOVED, "items removed", tags);
         reaped = counter(registry, WorkQueueMeters.REAPED, "completed items deleted", tags);
@@ -124,6 +127,11 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     @Override
     public void completed(long count) {
         completed.increment(count);
+    }
+
+    @Override
+    public void requeuedDuringLease(long count) {
+        requeuedDuringLease.increment(count);
     }
 
     @Override

@@ -30,6 +30,9 @@ public interface QueueMetrics {
     /** {@code count} items completed. */
     default void completed(long count) {}
 
+    /** {@code count} completions found their item enqueued again during its lease and re-armed it. */
+    default void requeuedDuringLease(long count) {}
+
     /** {@code count} items released. */
     default void released(long count) {}
 

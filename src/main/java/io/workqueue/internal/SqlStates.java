@@ -18,6 +18,8 @@ public final class SqlStates {
     public static final String SERIALIZATION_FAILURE = "40001";
     /** {@code deadlock_detected}. */
     public static final String DEADLOCK_DETECTED = "40P01";
+    /** A statement named a column the table lacks: a table from an older schema version. */
+    public static final String UNDEFINED_COLUMN = "42703";
 
     /** Server going away under us: admin shutdown, crash shutdown, cannot connect now. */
     private static final Set<String> SERVER_GONE = Set.of("57P01", "57P02", "57P03");

@@ -18,12 +18,31 @@ import reactor.core.publisher.Mono;
  * The schema of a work queue table, rendered for a table prefix.
  *
  * <p>The template is {@code sql/work_queue.sql} at the top of the project, packaged into the jar.
- * Every statement is {@code IF NOT EXISTS}, so applying it twice is a no-op. The prefix is the one
+ * Every statement is {@code IF NOT EXISTS}, so applying it twice is a no-op, and applying it to a
+ * table an earlier release created upgrades that table in place, keeping every item.
+ *
+ * <p><b>Versions.</b> The schema has a version, {@link #SCHEMA_VERSION}, recorded in the table's
+ * comment; {@link #version} reads it (a table without the record is version 1, the first
+ * release). Migration tools that apply numbered scripts once each get them from
+ * {@link #versionedScript} (and as {@code sql/versions/V<n>__*.sql} in the project, packaged
+ * under {@code io/workqueue/migrations/versions/}): V1 creates the first release's table, each
+ * later one upgrades from the version before. A queue of this release needs its table at
+ * {@link #SCHEMA_VERSION}.
+ *
+ * <p>The prefix is the one
  * value rendered into SQL, so it is validated first: it must make a plain identifier of every
  * table and index name the schema creates, within PostgreSQL's 63-byte limit. Thread-safe:
  * stateless.
  */
 public final class WorkQueueMigrations {
+    /** The schema version this release creates, upgrades to and needs. */
+    public static final int SCHEMA_VERSION = 2;
+
+    /** What each versioned script does, by version (index 0 is version 1). */
+    private static final List<String> VERSION_SCRIPTS = List.of(
+            "versions/V1__create_work_queue_items.sql",
+            "versions/V2__requested_at.sql");
+
     /** The table every queue shares, before the prefix. */
     public static final String TABLE_BASE_NAME = "work_queue_items";
 
@@ -105,6 +124,61 @@ public final class WorkQueueMigrations {
     }
 
     /**
+     * The versioned script that takes the table of {@code tablePrefix} from {@code version - 1} to
+     * {@code version} (version 1 creates it), rendered for the prefix, as one migration body.
+     *
+     * @throws InvalidConfigException if the prefix cannot make legal identifiers, or there is no
+     *     such version (1 to {@link #SCHEMA_VERSION})
+     */
+    public static String versionedScript(int version, String tablePrefix) {
+        validatePrefix(tablePrefix);
+        if (version < 1 || version > SCHEMA_VERSION) {
+            throw new InvalidConfigException("schema versions run from 1 to " + SCHEMA_VERSION + ", but was " + version);
+        }
+        return load(VERSION_SCRIPTS.get(version - 1)).replace(PLACEHOLDER, renderedPrefix(tablePrefix));
+    }
+
+    /**
+     * The schema version of the table of {@code tablePrefix}: 0 when there is no such table,
+     * else the version its comment records (1 when it records none: the first release wrote no
+     * comment). One catalog read on one connection; cold; the connection is closed however it
+     * ends. An invalid prefix is signalled as {@code Mono.error(InvalidConfigException)}.
+     */
+    public static Mono<Integer> version(ConnectionFactory connectionFactory, String tablePrefix) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(connectionFactory, "connectionFactory");
+            String table = tableName(tablePrefix);
+            return Mono.usingWhen(connectionFactory.create(), connection -> version(connection, table),
+                    Connection::close);
+        });
+    }
+
+    private static Mono<Integer> version(Connection connection, String table) {
+        return Flux.from(connection.createStatement(VERSION_QUERY).bind(0, table).execute())
+                .concatMap(result -> result.map((row, meta) -> {
+                    if (!Boolean.TRUE.equals(row.get(0, Boolean.class))) {
+                        return 0;
+                    }
+                    String comment = row.get(1, String.class);
+                    if (comment != null && comment.startsWith(VERSION_COMMENT)) {
+                        try {
+                            return Integer.parseInt(comment.substring(VERSION_COMMENT.length()).strip());
+                        } catch (NumberFormatException e) {
+                            return 1;
+                        }
+                    }
+                    return 1;
+                }))
+                .single();
+    }
+
+    /** Whether the table exists, and its comment; {@code to_regclass} follows the search path. */
+    private static final String VERSION_QUERY =
+            "SELECT to_regclass($1::text) IS NOT NULL, obj_description(to_regclass($1::text), 'pg_class')";
+    /** The comment that records the version, before the number. */
+    private static final String VERSION_COMMENT = "reactive-workqueue schema ";
+
+    /**
      * Creates the table and its indexes if they do not exist, one statement at a time on one
      * connection from {@code connectionFactory}. Cold: nothing happens until subscription; the
      * connection is closed on completion, error and cancellation. An invalid prefix is signalled
@@ -115,6 +189,11 @@ public final class WorkQueueMigrations {
      * table, so services starting together may all apply the schema: concurrent
      * {@code CREATE ... IF NOT EXISTS} of one name otherwise races in the catalog and fails with a
      * unique violation (SQLSTATE 23505).
+     *
+     * <p>A table at an earlier {@link #version} is upgraded in place to {@link #SCHEMA_VERSION},
+     * keeping every item; a table already there is left alone (not even locked), so services may
+     * call this at every start while others run. A table from a newer release than this one is
+     * also left alone.
      */
     public static Mono<Void> apply(ConnectionFactory connectionFactory, String tablePrefix) {
         return Mono.defer(() -> {
@@ -127,7 +206,11 @@ public final class WorkQueueMigrations {
                             Mono.from(connection.beginTransaction()).thenReturn(connection),
                             tx -> Flux.from(connection.createStatement(SCHEMA_LOCK).bind(0, lockName).execute())
                                     .concatMap(result -> result.map((row, meta) -> 1))
-                                    .thenMany(Flux.fromIterable(statements).concatMap(sql -> execute(connection, sql)))
+                                    .then(version(connection, tableName(tablePrefix)))
+                                    // DDL on a table takes its lock even when IF NOT EXISTS finds
+                                    // nothing to do: at the current version, touch nothing.
+                                    .flatMapMany(version -> version >= SCHEMA_VERSION ? Flux.<Void>empty()
+                                            : Flux.fromIterable(statements).concatMap(sql -> execute(connection, sql)))
                                     .then(),
                             tx -> connection.commitTransaction(),
                             (tx, error) -> connection.rollbackTransaction(),
@@ -145,6 +228,17 @@ public final class WorkQueueMigrations {
                 .then();
     }
 
+    private static String load(String resource) {
+        try (InputStream in = WorkQueueMigrations.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IllegalStateException("DDL " + resource + " is missing from the jar");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read DDL " + resource, e);
+        }
+    }
+
     private static String renderedPrefix(String tablePrefix) {
         return tablePrefix.isEmpty() ? "" : tablePrefix + "_";
     }
@@ -159,14 +253,7 @@ public final class WorkQueueMigrations {
         static final String TEXT = load();
 
         private static String load() {
-            try (InputStream in = WorkQueueMigrations.class.getResourceAsStream(TEMPLATE_RESOURCE)) {
-                if (in == null) {
-                    throw new IllegalStateException("DDL template " + TEMPLATE_RESOURCE + " is missing from the jar");
-                }
-                return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot read DDL template " + TEMPLATE_RESOURCE, e);
-            }
+            return WorkQueueMigrations.load(TEMPLATE_RESOURCE);
         }
     }
 }

@@ -15,6 +15,7 @@ import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
 import io.workqueue.UnsupportedDialectException;
 import io.workqueue.WorkQueueConfig;
+import io.workqueue.WorkQueueException;
 import io.workqueue.WorkerOptions;
 import io.workqueue.internal.Backoff;
 import io.workqueue.internal.DemandPacedClaims;
@@ -25,6 +26,7 @@ import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.SqlStates;
 import io.workqueue.internal.Throwables;
 import io.workqueue.internal.WakeGate;
+import io.workqueue.migrations.WorkQueueMigrations;
 import io.workqueue.internal.Worker;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -168,7 +170,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             List<EncodedEntry> merged = EncodedEntry.merge(List.of(encodeEntries(entries)));
             return merged.isEmpty()
                     ? Mono.<Void>empty()
-                    : upsert(connection, merged).doOnSuccess(ignored -> metrics.enqueued(merged.size()));
+                    : upsert(connection, merged).onErrorMap(this::outdatedSchema)
+                            .doOnSuccess(ignored -> metrics.enqueued(merged.size()));
         });
     }
 
@@ -287,6 +290,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                         }
                         return Flux.from(statement.execute())
                                 .concatMap(result -> result.map((row, meta) -> {
+                                    metrics.requeuedDuringLease(longValue(row.get(7, Long.class)));
                                     Integer[] priorities = row.get(1, Integer[].class);
                                     Long[] available = row.get(5, Long[].class);
                                     cursors.claimed(plan, batch,
@@ -425,6 +429,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                         .concatMap(result -> result.map((row, meta) -> {
                             long count = longValue(row.get(0, Long.class));
                             String[] some = row.get(1, String[].class);
+                            metrics.requeuedDuringLease(longValue(row.get(2, Long.class)));
                             // Null: every key named was completed (MergedKeys checks it against the count).
                             return MergedKeys.credit(callers, count, some == null ? null : new HashSet<>(Arrays.asList(some)));
                         }))
@@ -545,7 +550,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         long last = lastHorizonWarning.get();
         if ((last == 0 || now - last >= HORIZON_WARNING_INTERVAL.toNanos()) && lastHorizonWarning.compareAndSet(last, now)) {
             log.warn("queue {}: a transaction (pid {}) has held the database's MVCC horizon for {} s; until it ends,"
-                            + " VACUUM cannot remove the row versions the queue leaves behind and claims slow down."
+                            + " VACUUM cannot remove the row versions the queue leaves behind, so the table grows and"
+                            + " sweeps and reaps slow down."
                             + " See pg_stat_activity for that pid (idle in transaction?), and idle_in_transaction_session_timeout",
                     config.name(), horizon.holderPid(), horizon.oldestTransactionAge().toSeconds());
         }
@@ -573,7 +579,22 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      */
     private <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
         return Mono.usingWhen(connectionFactory.create(), work, Connection::close,
-                (connection, error) -> connection.close(), this::abandon);
+                        (connection, error) -> connection.close(), this::abandon)
+                .onErrorMap(this::outdatedSchema);
+    }
+
+    /**
+     * A statement that names a column this release added, run against a table an earlier release
+     * created, fails with "column ... does not exist" (42703): say what to do instead.
+     */
+    private Throwable outdatedSchema(Throwable error) {
+        if (SqlStates.UNDEFINED_COLUMN.equals(SqlStates.sqlState(error))) {
+            return new WorkQueueException("table " + sql.table + " is older than this release's schema (version "
+                    + WorkQueueMigrations.SCHEMA_VERSION + "): upgrade it in place with WorkQueueMigrations.apply(...),"
+                    + " or apply the versioned scripts from WorkQueueMigrations.versionedScript(...); " + error.getMessage(),
+                    error);
+        }
+        return error;
     }
 
     /**

@@ -32,6 +32,23 @@ final class Sql {
     static final String COMPLETE = "SET completed_at = now(), lease_until = 'epoch', last_error = NULL";
 
     /**
+     * What completing does instead to a row enqueued again while it was leased (its
+     * {@code requested_at} set): the work runs once more, so the row stays pending, unleased, with
+     * fresh attempts, due at the earliest availability those enqueues asked for (or now, if that
+     * has passed: the row then sorts ahead of the claim cursors, not behind them). Rendered with
+     * the table as {@code %1$s}; touches only rows "target" locked.
+     */
+    static final String REARM = """
+            UPDATE %1$s AS q
+            SET lease_until = 'epoch', available_at = GREATEST(target.requested_at, now()), requested_at = NULL,
+                attempts = 0, last_error = NULL
+            FROM target
+            WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+                AND target.requested_at IS NOT NULL
+            RETURNING q.item_key
+            """;
+
+    /**
      * What completing does to the rows {@code target} locked when the queue deletes on complete:
      * nothing is kept, so nothing is left to reap. Also the whole of what {@code remove} does.
      * Rendered with the table as {@code %1$s}.
@@ -63,13 +80,15 @@ final class Sql {
     /**
      * As {@link #claimDue}, reading each band from its cursor: $5 priorities int[] (highest first),
      * $6 where each band's read starts, in microseconds since the epoch, bigint[]. Both claims also
-     * return each item's {@code available_at} and the statement's {@code now()}, in microseconds.
+     * return each item's {@code available_at} and the statement's {@code now()}, in microseconds,
+     * and "rearmed" (always 0 for a claim alone).
      */
     final String claimFromCursors;
     /**
      * $1 queue, $2 keys text[]; marks the items completed or, when the queue deletes on complete,
      * deletes them. One row: "completed", the count, and "completed_keys", null when every key
-     * named was completed, else the keys that were (empty when none was).
+     * named was completed, else the keys that were (empty when none was); and "rearmed", how many
+     * it handed back instead because they were enqueued during their lease (see {@link #REARM}).
      */
     final String completeKeys;
     /**
@@ -131,17 +150,19 @@ final class Sql {
     Sql(String tablePrefix, boolean notify, boolean deleteOnComplete) {
         this.table = WorkQueueMigrations.tableName(tablePrefix);
         // The one rendering of completing, for both completing statements: "target" locks the named
-        // pending rows in key order, "done" marks them completed (or deletes them), a row per item.
+        // pending rows in key order, "done" marks them completed (or deletes them), a row per item,
+        // and "rearmed" hands those enqueued again during their lease back to the queue instead.
         String completeTarget = (deleteOnComplete ? DELETE_TARGET.formatted(table) : """
                 UPDATE %1$s AS q
                 %2$s
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
                 """.formatted(table, COMPLETE)) + """
+                    AND target.requested_at IS NULL
                 RETURNING q.item_key
                 """;
-        IntFunction<String> completing = keysParameter -> lockedKeys(keysParameter, "AND completed_at IS NULL")
-                + ",\ndone AS (\n" + completeTarget.indent(4) + ")";
+        IntFunction<String> completing = keysParameter -> lockedKeys(keysParameter, true)
+                + ",\ndone AS (\n" + completeTarget.indent(4) + "),\nrearmed AS (\n" + REARM.formatted(table).indent(4) + ")";
         String upsert = """
                 -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
                 -- upserts lock in the one total order every writer uses. The caller has merged
@@ -161,11 +182,19 @@ final class Sql {
                     last_error = CASE WHEN q.completed_at IS NULL THEN q.last_error END,
                     enqueued_at = CASE WHEN q.completed_at IS NULL THEN q.enqueued_at ELSE EXCLUDED.enqueued_at END,
                     lease_until = CASE WHEN q.completed_at IS NULL THEN q.lease_until ELSE 'epoch' END,
+                    -- Enqueued while leased: the work the lease is doing may predate this enqueue,
+                    -- so completing it will run it once more, from the earliest availability asked
+                    -- for (LEAST ignores the NULL of "not asked yet"). A completed row is restarted
+                    -- above and carries no mark; a lapsed lease keeps its mark.
+                    requested_at = CASE WHEN q.lease_until > now() THEN LEAST(q.requested_at, EXCLUDED.available_at)
+                        WHEN q.completed_at IS NULL THEN q.requested_at END,
                     completed_at = NULL
-                -- Skip rewriting rows the enqueue would not change: fewer dead tuples.
+                -- Skip rewriting rows the enqueue would not change: fewer dead tuples. An enqueue
+                -- during a lease always changes the row (the mark), unless it asks for nothing new.
                 WHERE q.completed_at IS NOT NULL
                     OR EXCLUDED.priority > q.priority
                     OR EXCLUDED.available_at < q.available_at
+                    OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at))
                 """.formatted(table);
         this.enqueue = compact(notify ? """
                 -- One statement, one transaction: the notification is delivered at commit, so no
@@ -175,8 +204,8 @@ final class Sql {
                 %s)
                 SELECT pg_notify($5::text, '')
                 """.formatted(upsert.indent(4)) : upsert);
-        this.claimDue = compact("WITH " + claim("", "0::bigint", 0));
-        this.claimFromCursors = compact("WITH " + claim("", "0::bigint", 5));
+        this.claimDue = compact("WITH " + claim("", "0::bigint", "0::bigint", 0));
+        this.claimFromCursors = compact("WITH " + claim("", "0::bigint", "0::bigint", 5));
         IntFunction<String> completeAndClaim = cursorParameter -> compact("""
                 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
                 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
@@ -188,7 +217,7 @@ final class Sql {
                 """.formatted(
                         completing.apply(5),
                         claim("AND NOT (item_key = ANY($5::text[])) AND (SELECT count(*) FROM done) >= 0",
-                                "(SELECT count(*) FROM done)", cursorParameter)));
+                                "(SELECT count(*) FROM done)", "(SELECT count(*) FROM rearmed)", cursorParameter)));
         this.completeAndClaim = completeAndClaim.apply(0);
         this.completeAndClaimFromCursors = completeAndClaim.apply(6);
         this.completeKeys = compact("""
@@ -199,18 +228,21 @@ final class Sql {
                 -- NULL, which would read as "all": none completed is the empty array.
                 SELECT count(*) AS completed,
                     CASE WHEN count(*) < cardinality($2::text[])
-                        THEN COALESCE(array_agg(item_key), '{}'::text[]) END AS completed_keys
+                        THEN COALESCE(array_agg(item_key), '{}'::text[]) END AS completed_keys,
+                    (SELECT count(*) FROM rearmed) AS rearmed
                 FROM done
                 """.formatted(completing.apply(2)));
-        this.releaseKeys = compact("WITH " + lockedKeys(2, "AND completed_at IS NULL") + """
+        this.releaseKeys = compact("WITH " + lockedKeys(2, true) + """
                 UPDATE %1$s AS q
                 SET lease_until = 'epoch',
                     available_at = now() + GREATEST($3::bigint, 0) * INTERVAL '1 microsecond',
-                    last_error = $4::text
+                    last_error = $4::text,
+                    -- A release runs the item again anyway, after its own delay.
+                    requested_at = NULL
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
                 """.formatted(table));
-        this.removeKeys = compact("WITH " + lockedKeys(2, "") + DELETE_TARGET.formatted(table));
+        this.removeKeys = compact("WITH " + lockedKeys(2, false) + DELETE_TARGET.formatted(table));
         this.reapCompleted = compact("""
                 -- Bounded, and SKIP LOCKED: the reaper never waits on, or deadlocks with, a writer.
                 WITH expired AS MATERIALIZED (
@@ -277,7 +309,7 @@ final class Sql {
      * saved; each array decodes in one step. Every aggregate sorts by the same total order, so the
      * arrays line up.
      */
-    private String claim(String extraDueCondition, String completedCount, int cursorParameter) {
+    private String claim(String extraDueCondition, String completedCount, String rearmedCount, int cursorParameter) {
         String due = cursorParameter == 0 ? """
                 due AS MATERIALIZED (
                     SELECT queue_name, item_key, lease_until
@@ -331,10 +363,11 @@ final class Sql {
                     %7$s AS completed,
                     -- Where the claim ended, for the cursors: each item's availability, and now().
                     array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint ORDER BY %4$s) AS available_us,
-                    (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us
+                    (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
+                    %8$s AS rearmed
                 FROM leased
                 """).formatted(table, DUE, extraDueCondition, CLAIM_ORDER, cursorParameter, cursorParameter + 1,
-                        completedCount);
+                        completedCount, rearmedCount);
     }
 
     /**
@@ -342,16 +375,29 @@ final class Sql {
      * the rows named by the {@code text[]} parameter {@code $keysParameter} in primary-key order
      * and locks them in that order ({@code item_key} is {@code COLLATE "C"}), so two overlapping
      * batches queue behind each other instead of deadlocking.
+     *
+     * <p>{@code pendingOnly} keeps completed rows out (they are neither locked nor touched),
+     * spelled {@code IS NOT DISTINCT FROM NULL::timestamptz} on purpose: written as
+     * {@code completed_at IS NULL}, the condition matches the partial due index's predicate, and
+     * once statistics say few rows are pending the planner reads the named rows through that
+     * index, filtering on the key, instead of looking them up in the primary key. While a
+     * transaction holds the horizon that index is mostly dead entries, and the walk cost seconds
+     * per statement (1.2M buffers for a completion of 100 keys, docs/benchmarks/pressure/ANALYSIS.md).
+     * This spelling means the same and matches no index predicate, so the primary key is the only
+     * index the lookup can use. (Locking completed rows too would also avoid the index, but every
+     * extra lock a writer holds is one more a claim can meet, and a run of LockOrderIT with that
+     * shape saw a claim-versus-complete deadlock.)
      */
-    private String lockedKeys(int keysParameter, String extraCondition) {
+    private String lockedKeys(int keysParameter, boolean pendingOnly) {
         return """
                 target AS MATERIALIZED (
-                    SELECT queue_name, item_key
+                    SELECT queue_name, item_key, requested_at
                     FROM %1$s
-                    WHERE queue_name = $1::text AND item_key = ANY($%2$d::text[]) %3$s
+                    WHERE queue_name = $1::text AND item_key = ANY($%2$d::text[])%3$s
                     ORDER BY item_key
                     FOR UPDATE
                 )
-                """.formatted(table, keysParameter, extraCondition);
+                """.formatted(table, keysParameter,
+                        pendingOnly ? " AND completed_at IS NOT DISTINCT FROM NULL::timestamptz" : "");
     }
 }

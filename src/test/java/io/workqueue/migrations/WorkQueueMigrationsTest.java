@@ -42,12 +42,15 @@ class WorkQueueMigrationsTest {
     }
 
     @Test
-    void statementsAreTheThreeExecutableStatementsWithoutComments() {
+    void statementsAreTheFiveExecutableStatementsWithoutComments() {
         List<String> statements = WorkQueueMigrations.statements("ddb");
-        assertEquals(3, statements.size(), statements::toString);
+        assertEquals(5, statements.size(), statements::toString);
         assertTrue(statements.get(0).startsWith("CREATE TABLE IF NOT EXISTS ddb_work_queue_items ("), statements.get(0));
         assertTrue(statements.get(1).startsWith("CREATE INDEX IF NOT EXISTS ddb_work_queue_items_due_idx"), statements.get(1));
         assertTrue(statements.get(2).startsWith("CREATE INDEX IF NOT EXISTS ddb_work_queue_items_reap_idx"), statements.get(2));
+        assertEquals("ALTER TABLE ddb_work_queue_items ADD COLUMN IF NOT EXISTS requested_at TIMESTAMPTZ", statements.get(3));
+        assertEquals("COMMENT ON TABLE ddb_work_queue_items IS 'reactive-workqueue schema "
+                + WorkQueueMigrations.SCHEMA_VERSION + "'", statements.get(4));
         for (String statement : statements) {
             assertFalse(statement.contains("--"), statement);
             assertFalse(statement.contains(";"), "one statement each, no terminator: " + statement);
@@ -67,13 +70,15 @@ class WorkQueueMigrationsTest {
     }
 
     @Test
-    void everyStatementIsIfNotExists() {
+    void everyStatementIsIfNotExistsOrIdempotent() {
         for (String statement : WorkQueueMigrations.statements("")) {
-            assertTrue(statement.startsWith("CREATE TABLE IF NOT EXISTS ") || statement.startsWith("CREATE INDEX IF NOT EXISTS "),
+            assertTrue(statement.startsWith("CREATE TABLE IF NOT EXISTS ") || statement.startsWith("CREATE INDEX IF NOT EXISTS ")
+                            || statement.startsWith("ALTER TABLE work_queue_items ADD COLUMN IF NOT EXISTS ")
+                            || statement.startsWith("COMMENT ON TABLE "),
                     statement);
         }
         String sql = WorkQueueMigrations.sql("");
-        assertEquals(countMatches(sql, "CREATE "), countMatches(sql, "IF NOT EXISTS"));
+        assertEquals(countMatches(sql, "CREATE ") + countMatches(sql, "ADD COLUMN "), countMatches(sql, "IF NOT EXISTS"));
     }
 
     @Test
@@ -143,5 +148,19 @@ class WorkQueueMigrationsTest {
             count++;
         }
         return count;
+    }
+
+    @Test
+    void theVersionedScriptsAreRenderedForThePrefixAndNumberedFromOne() {
+        String v1 = WorkQueueMigrations.versionedScript(1, "ddb");
+        String v2 = WorkQueueMigrations.versionedScript(2, "ddb");
+        assertTrue(v1.contains("CREATE TABLE IF NOT EXISTS ddb_work_queue_items ("), v1);
+        assertFalse(v1.contains("requested_at"), "version 1 is the first release's table");
+        assertTrue(v2.contains("ALTER TABLE ddb_work_queue_items ADD COLUMN IF NOT EXISTS requested_at"), v2);
+        assertFalse(v1.contains("{{prefix}}") || v2.contains("{{prefix}}"));
+        assertThrows(InvalidConfigException.class, () -> WorkQueueMigrations.versionedScript(0, "ddb"));
+        assertThrows(InvalidConfigException.class,
+                () -> WorkQueueMigrations.versionedScript(WorkQueueMigrations.SCHEMA_VERSION + 1, "ddb"));
+        assertThrows(InvalidConfigException.class, () -> WorkQueueMigrations.versionedScript(1, "Bad"));
     }
 }

@@ -270,4 +270,42 @@ class SqlExplainIT {
             assertFalse(text.contains("Seq Scan"), name + " scans the whole table under a generic plan:\n" + text);
         });
     }
+
+    /**
+     * Statistics that say almost nothing is pending (a long history, a short backlog: the normal
+     * state of a queue) made the planner lock a completion's keys by walking the partial due index
+     * and filtering on the key, rather than by looking the keys up: cheap while the index is clean,
+     * seconds per statement while a held horizon fills it with dead entries. Every statement that
+     * locks named keys must reach them through the primary key, custom plan or generic.
+     */
+    @Test
+    void namedKeysAreLockedThroughThePrimaryKeyWhatTheStatisticsSay() {
+        String ownPrefix = TestDatabase.createTable();
+        Sql ownSql = new Sql(ownPrefix, false, false);
+        Sql ownDeleting = new Sql(ownPrefix, false, true);
+        String table = ownPrefix + "_work_queue_items";
+        String queue = TestDatabase.uniqueName("history");
+        TestDatabase.queryStrings("INSERT INTO " + table + " (queue_name, item_key, completed_at)"
+                        + " SELECT $1, 'h' || i, CASE WHEN i > 50 THEN now() END FROM generate_series(1, 100000) AS i",
+                queue);
+        TestDatabase.execute("ANALYZE " + table);
+        String[] keys = {"h1", "h2", "h3"};
+        String q = "'" + queue + "'";
+        Map<String, List<String>> plans = Map.of(
+                "completeKeys", explain(ownSql.completeKeys, queue, keys),
+                "completeKeys (deleting)", explain(ownDeleting.completeKeys, queue, keys),
+                "completeAndClaim", explain(ownSql.completeAndClaim, queue, 0, 10, 30_000_000L, keys),
+                "releaseKeys", explain(ownSql.releaseKeys, queue, keys, 0L, "boom"),
+                "removeKeys", explain(ownSql.removeKeys, queue, keys),
+                "completeKeys (generic)", genericPlan(ownSql.completeKeys, "text, text[]", q + ", '{h1,h2,h3}'"),
+                "releaseKeys (generic)", genericPlan(ownSql.releaseKeys, "text, text[], bigint, text",
+                        q + ", '{h1,h2,h3}', 0, 'boom'"));
+        plans.forEach((name, plan) -> {
+            String text = String.join("\n", plan);
+            String target = text.substring(text.indexOf("CTE target"));
+            target = target.substring(0, target.indexOf("CTE ", 4) < 0 ? target.length() : target.indexOf("CTE ", 4));
+            assertTrue(target.contains(table + "_pkey"), name + " locks its keys through the primary key:\n" + text);
+            assertFalse(target.contains("_due_idx"), name + " walks the due index for its keys:\n" + text);
+        });
+    }
 }
