@@ -3,6 +3,11 @@
 #
 #   examples/bench/pressure.sh     # 5,000 keys/s; phases clean:60,pinned:180,recovery:90,readers:60,recovery:90
 #   examples/bench/pressure.sh --rate 10000 --phases clean:60,pinned:600,recovery:120 --out docs/benchmarks/pressure-10k
+#   examples/bench/pressure.sh --overload-rate 24000 --phases clean:30,overload:60,recovery:120 --out docs/benchmarks/pressure-overload
+#
+# Phases: clean, pinned (an idle transaction holds the horizon), readers (four overlapping
+# REPEATABLE READ snapshots), overload (the producer offers --overload-rate, by default 3x --rate;
+# 1.5x the drain ceiling run.sh measures overloads the fleet), recovery.
 #
 # Vacuum behaviour is the point, so it runs on a PostgreSQL cluster of its own with the server's
 # default settings (autovacuum on): the machine's main server may run with autovacuum off, and

@@ -10,12 +10,15 @@
 -- not NULL, when nothing was leased), which \gset carries to this client's next run.
 --
 --   pgbench -n -M prepared -c W -j W -T secs -D queue=drain -D batch=B -D keys={} -f complete_and_claim.sql bench
+-- The claim is the library's sweep (claimDue), not the cursor claim most of its claims are
+-- (claimFromCursors): that one needs the client's cursors, and on a clean backlog, as here, the
+-- two read the same index entries.
 \set max_attempts 0
 \set lease_us 300000000
 WITH target AS MATERIALIZED (
-    SELECT queue_name, item_key
+    SELECT queue_name, item_key, requested_at
     FROM bench_drain_work_queue_items
-    WHERE queue_name = :queue::text AND item_key = ANY(:keys::text[]) AND completed_at IS NULL
+    WHERE queue_name = :queue::text AND item_key = ANY(:keys::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )
@@ -25,6 +28,16 @@ done AS (
     SET completed_at = now(), lease_until = 'epoch', last_error = NULL
     FROM target
     WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+        AND target.requested_at IS NULL
+    RETURNING q.item_key
+),
+rearmed AS (
+    UPDATE bench_drain_work_queue_items AS q
+    SET lease_until = 'epoch', available_at = GREATEST(target.requested_at, now()), requested_at = NULL,
+        attempts = 0, last_error = NULL
+    FROM target
+    WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+        AND target.requested_at IS NOT NULL
     RETURNING q.item_key
 ),
 due AS MATERIALIZED (
@@ -53,7 +66,10 @@ SELECT
     array_agg(priority ORDER BY priority DESC, available_at, item_key) AS priorities,
     array_agg(attempts ORDER BY priority DESC, available_at, item_key) AS attempts,
     array_agg(reclaimed ORDER BY priority DESC, available_at, item_key) AS reclaimed,
-    (SELECT count(*) FROM done) AS completed
+    (SELECT count(*) FROM done) AS completed,
+    array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint ORDER BY priority DESC, available_at, item_key) AS available_us,
+    (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
+    (SELECT count(*) FROM rearmed) AS rearmed
 FROM leased
 ) AS claimed
 \gset

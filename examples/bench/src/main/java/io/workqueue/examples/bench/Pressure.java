@@ -38,7 +38,9 @@ import reactor.core.scheduler.Schedulers;
  * <p>Phases, in the order {@code --phases NAME:SECONDS,...} gives (names may repeat): {@code clean}; {@code pinned} (another
  * session {@code BEGIN; SELECT txid_current();} and idle); {@code readers} (four
  * {@code REPEATABLE READ} transactions, each holding its snapshot for 20 s, started 5 s apart, so
- * the horizon is never free); {@code recovery} (nothing held). Run it through
+ * the horizon is never free); {@code overload} (nothing held, the producer offers
+ * {@code --overload-rate}, by default three times {@code --rate}: set it to 1.5 times the drain
+ * ceiling {@code run.sh} measures to overload the fleet); {@code recovery} (nothing held). Run it through
  * {@code examples/bench/pressure.sh}, which gives it a cluster of its own with autovacuum on:
  * numbers about vacuum taken on a server with autovacuum off describe nothing real.
  */
@@ -59,6 +61,8 @@ public final class Pressure {
 
     private final Db db;
     private final int rate;
+    /** The offered rate during an {@code overload} phase. */
+    private final int overloadRate;
     private final int workers;
     private final int batch;
     private final List<Phase> phases;
@@ -69,10 +73,14 @@ public final class Pressure {
     private final AtomicLong completed = new AtomicLong();
     private final ConcurrentLinkedQueue<Double> pickups = new ConcurrentLinkedQueue<>();
     private volatile String phase = "setup";
+    /** The rate the producer offers now: {@link #rate}, or {@link #overloadRate} in an overload phase. */
+    private volatile int offering;
 
-    private Pressure(Db db, int rate, int workers, int batch, List<Phase> phases, Path out) {
+    private Pressure(Db db, int rate, int overloadRate, int workers, int batch, List<Phase> phases, Path out) {
         this.db = db;
         this.rate = rate;
+        this.overloadRate = overloadRate;
+        this.offering = rate;
         this.workers = workers;
         this.batch = batch;
         this.phases = phases;
@@ -80,29 +88,32 @@ public final class Pressure {
     }
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> options = new LinkedHashMap<>(Map.of("rate", "5000", "workers", "4", "batch", "100",
-                "phases", "clean:60,pinned:180,recovery:90,readers:60,recovery:90", "out", "docs/benchmarks/pressure"));
+        Map<String, String> options = new LinkedHashMap<>(Map.of("rate", "5000", "overload-rate", "0", "workers", "4",
+                "batch", "100", "phases", "clean:60,pinned:180,recovery:90,readers:60,recovery:90",
+                "out", "docs/benchmarks/pressure"));
         for (int i = 0; i < args.length; i++) {
             if (!args[i].startsWith("--") || i + 1 >= args.length || !options.containsKey(args[i].substring(2))) {
-                throw new IllegalArgumentException("usage: Pressure [--rate N] [--workers N] [--batch N]"
-                        + " [--phases NAME:SECONDS,...] [--out DIR]; phases are clean, pinned, readers, recovery;"
-                        + " got " + args[i]);
+                throw new IllegalArgumentException("usage: Pressure [--rate N] [--overload-rate N] [--workers N]"
+                        + " [--batch N] [--phases NAME:SECONDS,...] [--out DIR]; phases are clean, pinned, readers,"
+                        + " overload, recovery; got " + args[i]);
             }
             options.put(args[i].substring(2), args[++i]);
         }
         List<Phase> phases = new ArrayList<>();
         for (String spec : options.get("phases").split(",")) {
             String[] parts = spec.split(":");
-            if (parts.length != 2 || !List.of("clean", "pinned", "readers", "recovery").contains(parts[0])) {
+            if (parts.length != 2 || !List.of("clean", "pinned", "readers", "overload", "recovery").contains(parts[0])) {
                 throw new IllegalArgumentException("a phase is NAME:SECONDS with NAME one of clean, pinned, readers,"
-                        + " recovery; got " + spec);
+                        + " overload, recovery; got " + spec);
             }
             phases.add(new Phase(parts[0], Integer.parseInt(parts[1])));
         }
         Path repo = Path.of(System.getProperty("bench.repo", "."));
         int status = 1;
         try {
-            new Pressure(Db.fromEnvironment("bench"), Integer.parseInt(options.get("rate")),
+            int rate = Integer.parseInt(options.get("rate"));
+            int overload = Integer.parseInt(options.get("overload-rate"));
+            new Pressure(Db.fromEnvironment("bench"), rate, overload > 0 ? overload : 3 * rate,
                     Integer.parseInt(options.get("workers")), Integer.parseInt(options.get("batch")), phases,
                     repo.resolve(options.get("out"))).run();
             status = 0;
@@ -137,8 +148,13 @@ public final class Pressure {
         }
         Scheduler ticks = Schedulers.newSingle("pressure-producer");
         long start = System.nanoTime();
+        // Credited on wall-clock time at the rate offered at each moment: {credited items, last tick}.
+        double[] credit = {0, start};
         running.add(Flux.interval(Duration.ofMillis(10), ticks).onBackpressureDrop().subscribe(tick -> {
-            long target = (long) (rate * (System.nanoTime() - start) / 1e9);
+            long tickAt = System.nanoTime();
+            credit[0] += offering * (tickAt - credit[1]) / 1e9;
+            credit[1] = tickAt;
+            long target = (long) credit[0];
             int n = (int) Math.min(target - sent.get(), 50_000);
             if (n <= 0) {
                 return;
@@ -168,6 +184,7 @@ public final class Pressure {
             if (p.name().equals("pinned")) {
                 holder = openTransaction("BEGIN", "SELECT txid_current()");
             }
+            offering = p.name().equals("overload") ? overloadRate : rate;
             long phaseEnd = System.nanoTime() + Duration.ofSeconds(p.seconds()).toNanos();
             long nextReader = System.nanoTime();
             while (System.nanoTime() < phaseEnd) {
@@ -307,7 +324,8 @@ public final class Pressure {
         StringBuilder md = new StringBuilder();
         md.append("# Pressure: draining while something holds the MVCC horizon\n\n")
                 .append("Generated by `examples/bench/pressure.sh")
-                .append(String.format(Locale.ROOT, " --rate %d --workers %d --batch %d", rate, workers, batch));
+                .append(String.format(Locale.ROOT, " --rate %d --overload-rate %d --workers %d --batch %d", rate,
+                        overloadRate, workers, batch));
         md.append(" --phases ").append(phases.stream().map(p -> p.name() + ":" + p.seconds())
                 .collect(Collectors.joining(",")));
         md.append("` on ").append(Instant.now()).append(", against a dedicated PostgreSQL cluster with autovacuum ")
