@@ -43,7 +43,14 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 class WorkerPropertiesTest {
     private static final Duration LEASE = Duration.ofSeconds(30);
     private static final Duration STEP = Duration.ofMillis(250);
-    private static final Duration HORIZON = Duration.ofMinutes(5);
+    /** From here on downstream demand never holds the drain back. */
+    private static final Duration DEMAND_FREE_AT = Duration.ofMinutes(2).plusSeconds(30);
+    /**
+     * The most one item can hold a handler slot once demand is free: a handler that hangs until
+     * its lease ends, or the longest scripted delay, plus the longest sane back-off and a claim's
+     * poll.
+     */
+    private static final Duration SLOT_TIME = LEASE.plusSeconds(10);
 
     /** What one item's handler does. */
     enum Behaviour { SUCCEED_AT_ONCE, SUCCEED_LATER, SIGNAL_ERROR, THROW_RUNTIME, THROW_ERROR, THROW_STACK_OVERFLOW,
@@ -162,7 +169,12 @@ class WorkerPropertiesTest {
         WorkerTest.Downstream downstream = new WorkerTest.Downstream(scenario.initialDemand());
         new Worker<>(queue, handler, options, vts).flux().subscribe(downstream);
         boolean cancelled = false;
-        for (Duration t = Duration.ZERO; t.compareTo(HORIZON) < 0; t = t.plus(STEP)) {
+        // Long enough to drain any scenario once demand is free: every item, one slot at a time per
+        // unit of concurrency, at its worst. (A fixed 5 minutes was too short for five hanging
+        // handlers behind one slot: the last one's lease had not ended when the run stopped.)
+        int serialRounds = (keys.size() + scenario.concurrency() - 1) / scenario.concurrency() + 1;
+        Duration horizon = DEMAND_FREE_AT.plus(SLOT_TIME.multipliedBy(serialRounds));
+        for (Duration t = Duration.ZERO; t.compareTo(horizon) < 0; t = t.plus(STEP)) {
             if (!cancelled && scenario.cancelAtMillis() != null && t.toMillis() >= scenario.cancelAtMillis()) {
                 downstream.dispose();
                 cancelled = true;
@@ -170,7 +182,7 @@ class WorkerPropertiesTest {
             if (!cancelled && scenario.topUp() > 0 && t.toMillis() % 1_000 == 0) {
                 downstream.request(scenario.topUp());
             }
-            if (!cancelled && t.compareTo(HORIZON.dividedBy(2)) >= 0) {
+            if (!cancelled && t.compareTo(DEMAND_FREE_AT) >= 0) {
                 downstream.request(Long.MAX_VALUE); // from half-time on, demand never holds the drain back
             }
             vts.advanceTimeBy(STEP);
