@@ -13,7 +13,9 @@ CREATE TABLE IF NOT EXISTS {{prefix}}work_queue_items (
     enqueued_at  TIMESTAMPTZ      NOT NULL DEFAULT now(),
     available_at TIMESTAMPTZ      NOT NULL DEFAULT now(),
     -- 'epoch' means "no lease": never leased, released and lapsed are then one comparison,
-    -- and a claim can tell a lapsed lease (after the epoch) from a dropped one.
+    -- and a claim can tell a lapsed lease (after the epoch) from a dropped one. '-infinity' is no
+    -- lease too: handed back by a complete to run once more, not claimed since, so no complete
+    -- (a retried one, say) completes it before it runs.
     lease_until  TIMESTAMPTZ      NOT NULL DEFAULT 'epoch',
     -- NULL while pending.
     completed_at TIMESTAMPTZ,

@@ -50,7 +50,7 @@ FROM leased
 ) AS claimed
 \gset
 WITH target AS MATERIALIZED (
-    SELECT queue_name, item_key, requested_at
+    SELECT queue_name, item_key, requested_at, lease_until
     FROM bench_drain_work_queue_items
     WHERE queue_name = :queue::text AND item_key = ANY(:keys::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
@@ -62,16 +62,16 @@ done AS (
     SET completed_at = now(), lease_until = 'epoch', last_error = NULL
     FROM target
     WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-        AND target.requested_at IS NULL
+        AND target.requested_at IS NULL AND target.lease_until <> '-infinity'
     RETURNING q.item_key
 ),
 rearmed AS (
     UPDATE bench_drain_work_queue_items AS q
-    SET lease_until = 'epoch', available_at = GREATEST(target.requested_at, now()), requested_at = NULL,
+    SET lease_until = '-infinity', available_at = GREATEST(target.requested_at, now()), requested_at = NULL,
         attempts = 0, last_error = NULL
     FROM target
     WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-        AND target.requested_at IS NOT NULL
+        AND target.requested_at IS NOT NULL AND target.lease_until <> '-infinity'
     RETURNING q.item_key
 )
 SELECT count(*) AS completed,

@@ -200,7 +200,8 @@ public interface ReactiveWorkQueue<K> {
      * unleased, with fresh attempts, due at the earliest availability those enqueues asked for, or
      * at once. It is kept even with {@code deleteOnComplete}, is not in the count this emits, and is
      * counted by the {@code workqueue.requeued.during.lease} meter instead of
-     * {@code workqueue.completed}.
+     * {@code workqueue.completed}. Until a claim leases it again no complete completes it, so
+     * retrying a complete whose answer was lost cannot cancel that run.
      *
      * <p>Group-committed like {@link #enqueue(Collection)}: concurrent completes on this instance are
      * merged into one lock-ordered statement, with one in flight at a time, so many workers

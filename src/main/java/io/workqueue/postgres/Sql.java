@@ -19,14 +19,24 @@ import java.util.function.IntFunction;
 final class Sql {
     /**
      * What a claim hands out, and what {@code stats().ready} counts: the same text in both.
-     * Never-leased and released rows have {@code lease_until = 'epoch'}, so one comparison covers
-     * "no lease" and "lease lapsed".
+     * Never-leased and released rows have {@code lease_until = 'epoch'} (rows a complete handed
+     * back, {@link #HANDED_BACK}, earlier still), so one comparison covers "no lease" and "lease
+     * lapsed".
      */
     static final String DUE = """
             completed_at IS NULL
                 AND lease_until <= now()
                 AND available_at <= now()
                 AND ($2::int = 0 OR attempts < $2::int)""";
+
+    /**
+     * The lease of a row a complete handed back to run once more, until a claim leases it: no
+     * lease, like {@code 'epoch'} (due, not a reclaim, not leased), but distinct, so that no
+     * complete completes it before it has run again. That is what makes a complete retried after
+     * an ambiguous failure (the connection dropped after the first attempt committed) harmless:
+     * the retry finds the row handed back and leaves it.
+     */
+    static final String HANDED_BACK = "'-infinity'";
 
     /** What completing does to a row: kept until reaped, lease dropped, last error cleared. */
     static final String COMPLETE = "SET completed_at = now(), lease_until = 'epoch', last_error = NULL";
@@ -35,16 +45,17 @@ final class Sql {
      * What completing does instead to a row enqueued again while it was leased (its
      * {@code requested_at} set): the work runs once more, so the row stays pending, unleased, with
      * fresh attempts, due at the earliest availability those enqueues asked for (or now, if that
-     * has passed: the row then sorts ahead of the claim cursors, not behind them). Rendered with
-     * the table as {@code %1$s}; touches only rows "target" locked.
+     * has passed: the row then sorts ahead of the claim cursors, not behind them). Its lease
+     * becomes {@link #HANDED_BACK}. Rendered with the table as {@code %1$s}; touches only rows
+     * "target" locked.
      */
     static final String REARM = """
             UPDATE %1$s AS q
-            SET lease_until = 'epoch', available_at = GREATEST(target.requested_at, now()), requested_at = NULL,
+            SET lease_until = %2$s, available_at = GREATEST(target.requested_at, now()), requested_at = NULL,
                 attempts = 0, last_error = NULL
             FROM target
             WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
-                AND target.requested_at IS NOT NULL
+                AND target.requested_at IS NOT NULL AND target.lease_until <> %2$s
             RETURNING q.item_key
             """;
 
@@ -158,11 +169,11 @@ final class Sql {
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
                 """.formatted(table, COMPLETE)) + """
-                    AND target.requested_at IS NULL
+                    AND target.requested_at IS NULL AND target.lease_until <> %s
                 RETURNING q.item_key
-                """;
+                """.formatted(HANDED_BACK);
         IntFunction<String> completing = keysParameter -> lockedKeys(keysParameter, true)
-                + ",\ndone AS (\n" + completeTarget.indent(4) + "),\nrearmed AS (\n" + REARM.formatted(table).indent(4) + ")";
+                + ",\ndone AS (\n" + completeTarget.indent(4) + "),\nrearmed AS (\n" + REARM.formatted(table, HANDED_BACK).indent(4) + ")";
         String upsert = """
                 -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
                 -- upserts lock in the one total order every writer uses. The caller has merged
@@ -391,7 +402,7 @@ final class Sql {
     private String lockedKeys(int keysParameter, boolean pendingOnly) {
         return """
                 target AS MATERIALIZED (
-                    SELECT queue_name, item_key, requested_at
+                    SELECT queue_name, item_key, requested_at, lease_until
                     FROM %1$s
                     WHERE queue_name = $1::text AND item_key = ANY($%2$d::text[])%3$s
                     ORDER BY item_key

@@ -63,6 +63,28 @@ class EnqueueDuringLeaseIT {
         assertEquals(List.of(), claimKeys(queue));
     }
 
+    /**
+     * A worker whose complete failed ambiguously (the connection dropped after the statement
+     * committed) sends it again: the retry must not complete the item the first attempt handed
+     * back, or the run the enqueue asked for is lost after all.
+     */
+    @Test
+    void aCompleteRetriedAfterItHandedTheKeyBackLeavesTheRunOwed() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "retried");
+        queue.enqueueKeys("k").block(WAIT);
+        assertEquals(List.of("k"), claimKeys(queue));
+        queue.enqueueKeys("k").block(WAIT);
+        assertEquals(0L, queue.complete("k").block(WAIT));
+
+        assertEquals(0L, queue.complete("k").block(WAIT), "the retry leaves the handed-back item alone");
+        assertEquals(List.of(), keys(queue.completeAndClaim(List.of("k"), 10, LEASE).block(WAIT)),
+                "a retried completeAndClaim leaves it too (and cannot claim a key it names)");
+        assertEquals("t", Queues.column(prefix, queue, "k", "completed_at IS NULL")
+                .substring(0, 1), "still owed");
+        assertEquals(List.of("k"), claimKeys(queue));
+        assertEquals(1L, queue.complete("k").block(WAIT), "once it ran again, its complete stands");
+    }
+
     @Test
     void manyEnqueuesDuringOneLeaseMakeExactlyOneMoreRun() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "many");

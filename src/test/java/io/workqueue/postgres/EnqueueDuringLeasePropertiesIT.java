@@ -21,8 +21,9 @@ import net.jqwik.api.lifecycle.BeforeContainer;
 import reactor.core.publisher.Mono;
 
 /**
- * Random interleavings of enqueue (group-committed and transactional), claim, complete, release,
- * lease lapse and remove on one key, against the server. The invariant: every enqueue is followed
+ * Random interleavings of enqueue (group-committed and transactional), claim, complete (also sent
+ * twice, as a worker retrying an answer it lost does), release, lease lapse and remove on one key,
+ * against the server. The invariant: every enqueue is followed
  * by a claim that starts after it, unless the key is removed. Completes and releases come from the
  * worker holding a live lease (a worker whose lease lapsed is gone; a straggler's late complete is
  * the at-least-once caveat the README states, outside this invariant).
@@ -33,7 +34,7 @@ class EnqueueDuringLeasePropertiesIT {
     private static final String KEY = "k";
     private static String prefix;
 
-    enum Op { ENQUEUE, ENQUEUE_IN_TRANSACTION, CLAIM, COMPLETE, COMPLETE_AND_CLAIM, RELEASE, LAPSE, REMOVE }
+    enum Op { ENQUEUE, ENQUEUE_IN_TRANSACTION, CLAIM, COMPLETE, COMPLETE_RETRIED, COMPLETE_AND_CLAIM, RELEASE, LAPSE, REMOVE }
 
     @BeforeContainer
     static void createTable() {
@@ -75,6 +76,14 @@ class EnqueueDuringLeasePropertiesIT {
                 }
                 case COMPLETE -> {
                     if (held) {
+                        queue.complete(KEY).block(WAIT);
+                        held = false;
+                    }
+                }
+                case COMPLETE_RETRIED -> {
+                    // The first attempt committed but its answer was lost: the worker sends it again.
+                    if (held) {
+                        queue.complete(KEY).block(WAIT);
                         queue.complete(KEY).block(WAIT);
                         held = false;
                     }

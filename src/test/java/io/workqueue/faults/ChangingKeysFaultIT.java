@@ -1,0 +1,143 @@
+package io.workqueue.faults;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.r2dbc.pool.ConnectionPool;
+import io.workqueue.Item;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueConfig;
+import io.workqueue.WorkerOptions;
+import io.workqueue.testing.Poll;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.util.retry.Retry;
+
+/**
+ * Scenario: keys whose data keeps changing, enqueued again while they are leased, while every
+ * client backend is terminated at random moments. The producer raises a key's version, then
+ * enqueues it (retrying a failed enqueue); {@code process()} and {@code claimStream} workers read
+ * the version when a run starts, and acknowledge; acknowledgements that fail with the connection
+ * are sent again, though the first may have committed. The accounting: once the producer stops
+ * and the queue drains, every key's newest version was read by some run. An acknowledgement retried
+ * after it had handed a key back to run again must not cancel that run; a claim lost with its
+ * connection lapses and is reclaimed.
+ */
+class ChangingKeysFaultIT {
+    private static final Logger log = LoggerFactory.getLogger(ChangingKeysFaultIT.class);
+    private static final int KEYS = 200;
+    private static final int ROUNDS = 8;
+
+    private FaultServer server;
+    private ConnectionPool pool;
+
+    @AfterEach
+    void cleanUp() {
+        if (pool != null) {
+            pool.disposeLater().block(Duration.ofSeconds(30));
+        }
+        if (server != null) {
+            server.ensureRunning();
+        }
+    }
+
+    @Test
+    void everyChangeIsProcessedThoughConnectionsDieAndAcknowledgementsAreRetried() throws InterruptedException {
+        server = FaultServer.controllable();
+        String prefix = server.createTable();
+        pool = server.pool(8);
+        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
+                .config(WorkQueueConfig.builder("changing").tablePrefix(prefix)
+                        .enqueueTimeout(Duration.ofSeconds(5)).build())
+                .build();
+        Map<String, AtomicLong> version = new ConcurrentHashMap<>();
+        Map<String, AtomicLong> newestRead = new ConcurrentHashMap<>();
+        for (int i = 0; i < KEYS; i++) {
+            version.put("c" + i, new AtomicLong());
+            newestRead.put("c" + i, new AtomicLong(-1));
+        }
+        AtomicInteger runs = new AtomicInteger();
+        AtomicInteger retriedAcks = new AtomicInteger();
+        AtomicInteger retriedEnqueues = new AtomicInteger();
+        Queue<Throwable> workerEnds = new ConcurrentLinkedQueue<>();
+        long seed = System.nanoTime();
+        Random random = new Random(seed);
+        log.info("[changing keys, connections killed] drawn with seed {}", seed);
+
+        Function<Item<String>, Mono<Void>> render = item -> Mono.defer(() -> {
+            newestRead.get(item.key()).accumulateAndGet(version.get(item.key()).get(), Math::max);
+            runs.incrementAndGet();
+            return Mono.delay(Duration.ofMillis(item.key().hashCode() & 7)).then();
+        });
+        Duration lease = Duration.ofSeconds(3);
+        List<Disposable> running = new ArrayList<>();
+        for (int w = 0; w < 2; w++) {
+            running.add(queue.process(render, WorkerOptions.builder().concurrency(8).claimBatch(8).lease(lease)
+                            .poll(Duration.ofMillis(50)).build())
+                    .subscribe(null, workerEnds::add));
+        }
+        running.add(queue.claimStream(lease, Duration.ofMillis(50))
+                .flatMap(item -> render.apply(item).thenReturn(item.key()), 8)
+                .bufferTimeout(16, Duration.ofMillis(5), true)
+                .concatMap(keys -> queue.complete(keys)
+                        .doOnError(e -> retriedAcks.incrementAndGet())
+                        .retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(50)).maxBackoff(Duration.ofSeconds(1))))
+                .subscribe(null, workerEnds::add));
+
+        // The producer: each change raises the version first, then enqueues until it is acknowledged.
+        Random changes = new Random(seed + 1);
+        Disposable producer = Flux.interval(Duration.ofMillis(2))
+                .onBackpressureDrop()
+                .flatMap(tick -> {
+                    String key = "c" + changes.nextInt(KEYS);
+                    version.get(key).incrementAndGet();
+                    return queue.enqueueKeys(key)
+                            .doOnError(e -> retriedEnqueues.incrementAndGet())
+                            .retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(50)).maxBackoff(Duration.ofSeconds(1)));
+                }, 16)
+                .subscribe(null, workerEnds::add);
+
+        long terminated = 0;
+        for (int round = 0; round < ROUNDS; round++) {
+            Thread.sleep(200 + random.nextInt(400)); // the fault's timing is the random variable here
+            terminated += server.terminateClientBackends();
+        }
+        Thread.sleep(300);
+        producer.dispose();
+        assertTrue(terminated > 0, "the rounds found backends to terminate");
+        Poll.until(Duration.ofSeconds(90), "the queue drains (lost claims lapse and are reclaimed)", () -> {
+            var stats = queue.stats().onErrorResume(e -> Mono.empty()).block(Duration.ofSeconds(30));
+            return stats != null && stats.pending() == 0;
+        });
+        running.forEach(Disposable::dispose);
+
+        List<String> stale = new ArrayList<>();
+        version.forEach((key, v) -> {
+            if (v.get() > 0 && newestRead.get(key).get() != v.get()) {
+                stale.add(key + " newest " + v.get() + " read " + newestRead.get(key).get());
+            }
+        });
+        log.info("[changing keys, connections killed] {} rounds terminated {} backends; {} runs for {} keys changed {}"
+                        + " times; {} acknowledgements and {} enqueues retried; stale: {}", ROUNDS, terminated,
+                runs.get(), KEYS, version.values().stream().mapToLong(AtomicLong::get).sum(), retriedAcks.get(),
+                retriedEnqueues.get(), stale.size());
+        assertEquals(List.of(), List.copyOf(workerEnds), "no worker or producer stream ended");
+        assertEquals(List.of(), stale, "changes never processed (seed " + seed + ")");
+    }
+}
