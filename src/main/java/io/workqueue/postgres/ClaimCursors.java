@@ -35,7 +35,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * ordinary claim from the head of the index, in exact claim order. Sweeps run at most every
  * {@link #MIN_SWEEP_INTERVAL_NANOS}, and never more often than {@link #SWEEP_COST_FACTOR} times the
  * last sweep's duration, so however much history a held horizon leaves, sweeping takes at most
- * about 2 % of the claim path's time. One sweep runs at a time per instance.
+ * about 2 % of the claim path's time. One sweep runs at a time per instance. With more than
+ * {@link #MAX_BANDS} bands known, every claim reads from the head.
  *
  * <p>Thread-safe and lock-free: claims from many loops update it concurrently.
  */
@@ -51,9 +52,19 @@ final class ClaimCursors {
     /** The next sweep waits this many times the last one's duration: sweeps cost at most 1/50. */
     static final int SWEEP_COST_FACTOR = 50;
 
-    /** The plan of one claim: a sweep from the head, or reads from these bands' cursors. */
+    /**
+     * The most bands a claim reads from cursors: each costs the claim one index seek, so with more
+     * distinct priorities in use than this (priorities made from timestamps, say) every claim reads
+     * from the head instead, as before cursors.
+     */
+    static final int MAX_BANDS = 32;
+
+    /** The plan of one claim: from the head of the index ({@code sweep}), or from these bands' cursors. */
     record Plan(boolean sweep, Integer[] priorities, Long[] fromMicros) {
+        /** The scheduled sweep: {@link #sweepEnded} must follow it. */
         static final Plan SWEEP = new Plan(true, new Integer[0], new Long[0]);
+        /** A claim from the head outside the sweep schedule: too many bands for cursors. */
+        static final Plan FROM_HEAD = new Plan(true, new Integer[0], new Long[0]);
     }
 
     /**
@@ -74,12 +85,15 @@ final class ClaimCursors {
     }
 
     /**
-     * The next claim's plan. A sweep is handed to one caller at a time, and that caller must call
-     * {@link #sweepEnded} however the claim ends.
+     * The next claim's plan. {@link Plan#SWEEP} is handed to one caller at a time, and that caller
+     * must call {@link #sweepEnded} however the claim ends.
      */
     Plan plan(long nowNanos) {
         if (nowNanos - nextSweepNanos.get() >= 0 && sweeping.compareAndSet(false, true)) {
             return Plan.SWEEP;
+        }
+        if (cursors.size() > MAX_BANDS) {
+            return Plan.FROM_HEAD;
         }
         List<Integer> priorities = new ArrayList<>();
         List<Long> from = new ArrayList<>();

@@ -309,7 +309,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                     .doOnNext(leased -> metrics.claimed(leased.items().size() + leased.undecodable().size(),
                             (int) leased.items().stream().filter(Item::reclaimed).count(),
                             System.nanoTime() - start));
-            if (plan.sweep()) {
+            if (plan == ClaimCursors.Plan.SWEEP) {
                 // However the sweep ends (leased, failed, cancelled), the next one is scheduled.
                 claimed = claimed.doFinally(signal -> {
                     long end = System.nanoTime();

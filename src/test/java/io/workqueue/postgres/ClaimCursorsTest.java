@@ -115,4 +115,19 @@ class ClaimCursorsTest {
         cursors.claimed(plan, 10, new Integer[0], new Long[0], NOW);
         assertEquals(Map.of(0, NOW - SLACK, 4, ClaimCursors.HEAD), cursors.snapshot());
     }
+
+    @Test
+    void withMoreBandsThanCursorsServeEveryClaimReadsFromTheHeadOutsideTheSweepSchedule() {
+        ClaimCursors cursors = new ClaimCursors(0);
+        assertTrue(cursors.plan(0) == ClaimCursors.Plan.SWEEP);
+        for (int band = 0; band < ClaimCursors.MAX_BANDS; band++) {
+            cursors.bandSeen(band);
+        }
+        assertFalse(cursors.plan(0).sweep(), "at the limit, cursors still");
+        cursors.bandSeen(-1);
+        ClaimCursors.Plan plan = cursors.plan(0);
+        assertTrue(plan == ClaimCursors.Plan.FROM_HEAD, "past it, from the head");
+        assertTrue(plan.sweep());
+        assertTrue(cursors.plan(0) == ClaimCursors.Plan.FROM_HEAD, "and not only once: the scheduled sweep still runs");
+    }
 }
