@@ -215,8 +215,8 @@ final class Sql {
                 %s)
                 SELECT pg_notify($5::text, '')
                 """.formatted(upsert.indent(4)) : upsert);
-        this.claimDue = compact("WITH " + claim("", "0::bigint", "0::bigint", 0));
-        this.claimFromCursors = compact("WITH " + claim("", "0::bigint", "0::bigint", 5));
+        this.claimDue = compact("WITH " + claim(false, 0));
+        this.claimFromCursors = compact("WITH " + claim(false, 5));
         IntFunction<String> completeAndClaim = cursorParameter -> compact("""
                 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
                 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
@@ -227,8 +227,7 @@ final class Sql {
                 %2$s
                 """.formatted(
                         completing.apply(5),
-                        claim("AND NOT (item_key = ANY($5::text[])) AND (SELECT count(*) FROM done) >= 0",
-                                "(SELECT count(*) FROM done)", "(SELECT count(*) FROM rearmed)", cursorParameter)));
+                        claim(true, cursorParameter)));
         this.completeAndClaim = completeAndClaim.apply(0);
         this.completeAndClaimFromCursors = completeAndClaim.apply(6);
         this.completeKeys = compact("""
@@ -311,7 +310,8 @@ final class Sql {
     /**
      * The claim, as the CTEs {@code due} and {@code leased} and the select that returns the leased
      * items as one row of parallel arrays in claim order (keys, priorities, attempts, reclaimed;
-     * all null when nothing was leased) plus {@code completedCount} as "completed". The LIMIT sits
+     * all null when nothing was leased) plus, {@code afterCompleting}, how many items the completing
+     * CTEs completed and re-armed (else 0). The LIMIT sits
      * above the lock: SKIP LOCKED passes over rows other claimers hold and the scan carries on, so
      * a claim gets a full batch while work remains.
      *
@@ -320,38 +320,31 @@ final class Sql {
      * saved; each array decodes in one step. Every aggregate sorts by the same total order, so the
      * arrays line up.
      */
-    private String claim(String extraDueCondition, String completedCount, String rearmedCount, int cursorParameter) {
-        String due = cursorParameter == 0 ? """
-                due AS MATERIALIZED (
-                    SELECT queue_name, item_key, lease_until
-                    FROM %1$s
-                    WHERE queue_name = $1::text AND %2$s %3$s
-                    ORDER BY %4$s
-                    LIMIT $3::int
-                    FOR UPDATE SKIP LOCKED
-                ),
-                """ : """
-                -- Each band from its cursor ($%5$d priorities, highest first; $%6$d where each band's
+    private String claim(boolean afterCompleting, int cursorParameter) {
+        // After completing ($5 the keys, "done" and "rearmed" the completing CTEs): skip the keys
+        // being completed, gate the scan on "done", and report both counts.
+        String extraDueCondition = afterCompleting
+                ? "AND NOT (item_key = ANY($5::text[])) AND (SELECT count(*) FROM done) >= 0" : "";
+        String completedCount = afterCompleting ? "(SELECT count(*) FROM done)" : "0::bigint";
+        String rearmedCount = afterCompleting ? "(SELECT count(*) FROM rearmed)" : "0::bigint";
+        String due = cursorParameter == 0
+                ? "due AS MATERIALIZED (\n" + lockDue("", CLAIM_ORDER).indent(4) + "),\n"
+                : """
+                -- Each band from its cursor ($%1$d priorities, highest first; $%2$d where each band's
                 -- read starts, in microseconds since the epoch): an index seek to the cursor, so the
                 -- claim does not walk the history at the head of a band (see ClaimCursors). The
                 -- nested loop keeps the bands' order and the outer LIMIT stops it, so no band locks
                 -- more rows than the claim hands out.
                 due AS MATERIALIZED (
                     SELECT d.queue_name, d.item_key, d.lease_until
-                    FROM unnest($%5$d::int[], $%6$d::bigint[]) AS band(priority, from_us)
+                    FROM unnest($%1$d::int[], $%2$d::bigint[]) AS band(priority, from_us)
                     CROSS JOIN LATERAL (
-                        SELECT queue_name, item_key, lease_until
-                        FROM %1$s
-                        WHERE queue_name = $1::text AND priority = band.priority
-                            AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond'
-                            AND %2$s %3$s
-                        ORDER BY available_at, item_key
-                        LIMIT $3::int
-                        FOR UPDATE SKIP LOCKED
-                    ) AS d
+                %3$s    ) AS d
                     LIMIT $3::int
                 ),
-                """;
+                """.formatted(cursorParameter, cursorParameter + 1, lockDue(" AND priority = band.priority"
+                        + " AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond'",
+                        "available_at, item_key").indent(8));
         return (due + """
                 leased AS (
                     UPDATE %1$s AS q
@@ -371,14 +364,31 @@ final class Sql {
                     array_agg(priority ORDER BY %4$s) AS priorities,
                     array_agg(attempts ORDER BY %4$s) AS attempts,
                     array_agg(reclaimed ORDER BY %4$s) AS reclaimed,
-                    %7$s AS completed,
+                    %5$s AS completed,
                     -- Where the claim ended, for the cursors: each item's availability, and now().
                     array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint ORDER BY %4$s) AS available_us,
                     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
-                    %8$s AS rearmed
+                    %6$s AS rearmed
                 FROM leased
-                """).formatted(table, DUE, extraDueCondition, CLAIM_ORDER, cursorParameter, cursorParameter + 1,
-                        completedCount, rearmedCount);
+                """).formatted(table, DUE, extraDueCondition, CLAIM_ORDER, completedCount, rearmedCount);
+    }
+
+    /**
+     * The locking read of a claim: due rows of the queue (and of a band, when {@code bandCondition}
+     * names one, starting {@code " AND"}), in
+     * {@code order}, at most $3, skipping rows others hold. Its placeholders ({@code %1$s} the
+     * table, {@code %2$s} {@link #DUE}, {@code %3$s} the extra due condition) are rendered with the
+     * rest of the claim.
+     */
+    private static String lockDue(String bandCondition, String order) {
+        return """
+                SELECT queue_name, item_key, lease_until
+                FROM %%1$s
+                WHERE queue_name = $1::text%s AND %%2$s %%3$s
+                ORDER BY %s
+                LIMIT $3::int
+                FOR UPDATE SKIP LOCKED
+                """.formatted(bandCondition, order);
     }
 
     /**
