@@ -4,22 +4,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.r2dbc.pool.ConnectionPool;
-import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
+import io.workqueue.testing.ChangingKeys;
 import io.workqueue.testing.Poll;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Queue;
 import java.util.Random;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
@@ -66,13 +62,7 @@ class ChangingKeysFaultIT {
                 .config(WorkQueueConfig.builder("changing").tablePrefix(prefix)
                         .enqueueTimeout(Duration.ofSeconds(5)).build())
                 .build();
-        Map<String, AtomicLong> version = new ConcurrentHashMap<>();
-        Map<String, AtomicLong> newestRead = new ConcurrentHashMap<>();
-        for (int i = 0; i < KEYS; i++) {
-            version.put("c" + i, new AtomicLong());
-            newestRead.put("c" + i, new AtomicLong(-1));
-        }
-        AtomicInteger runs = new AtomicInteger();
+        ChangingKeys keys = new ChangingKeys("c", KEYS);
         AtomicInteger retriedAcks = new AtomicInteger();
         AtomicInteger retriedEnqueues = new AtomicInteger();
         Queue<Throwable> workerEnds = new ConcurrentLinkedQueue<>();
@@ -80,22 +70,17 @@ class ChangingKeysFaultIT {
         Random random = new Random(seed);
         log.info("[changing keys, connections killed] drawn with seed {}", seed);
 
-        Function<Item<String>, Mono<Void>> render = item -> Mono.defer(() -> {
-            newestRead.get(item.key()).accumulateAndGet(version.get(item.key()).get(), Math::max);
-            runs.incrementAndGet();
-            return Mono.delay(Duration.ofMillis(item.key().hashCode() & 7)).then();
-        });
         Duration lease = Duration.ofSeconds(3);
         List<Disposable> running = new ArrayList<>();
         for (int w = 0; w < 2; w++) {
-            running.add(queue.process(render, WorkerOptions.builder().concurrency(8).claimBatch(8).lease(lease)
+            running.add(queue.process(keys.handler(), WorkerOptions.builder().concurrency(8).claimBatch(8).lease(lease)
                             .poll(Duration.ofMillis(50)).build())
                     .subscribe(null, workerEnds::add));
         }
         running.add(queue.claimStream(lease, Duration.ofMillis(50))
-                .flatMap(item -> render.apply(item).thenReturn(item.key()), 8)
+                .flatMap(item -> keys.render(item).thenReturn(item.key()), 8)
                 .bufferTimeout(16, Duration.ofMillis(5), true)
-                .concatMap(keys -> queue.complete(keys)
+                .concatMap(batch -> queue.complete(batch)
                         .doOnError(e -> retriedAcks.incrementAndGet())
                         .retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(50)).maxBackoff(Duration.ofSeconds(1))))
                 .subscribe(null, workerEnds::add));
@@ -105,9 +90,7 @@ class ChangingKeysFaultIT {
         Disposable producer = Flux.interval(Duration.ofMillis(2))
                 .onBackpressureDrop()
                 .flatMap(tick -> {
-                    String key = "c" + changes.nextInt(KEYS);
-                    version.get(key).incrementAndGet();
-                    return queue.enqueueKeys(key)
+                    return queue.enqueueKeys(keys.change(changes))
                             .doOnError(e -> retriedEnqueues.incrementAndGet())
                             .retryWhen(Retry.backoff(Long.MAX_VALUE, Duration.ofMillis(50)).maxBackoff(Duration.ofSeconds(1)));
                 }, 16)
@@ -127,15 +110,10 @@ class ChangingKeysFaultIT {
         });
         running.forEach(Disposable::dispose);
 
-        List<String> stale = new ArrayList<>();
-        version.forEach((key, v) -> {
-            if (v.get() > 0 && newestRead.get(key).get() != v.get()) {
-                stale.add(key + " newest " + v.get() + " read " + newestRead.get(key).get());
-            }
-        });
+        List<String> stale = keys.stale();
         log.info("[changing keys, connections killed] {} rounds terminated {} backends; {} runs for {} keys changed {}"
                         + " times; {} acknowledgements and {} enqueues retried; stale: {}", ROUNDS, terminated,
-                runs.get(), KEYS, version.values().stream().mapToLong(AtomicLong::get).sum(), retriedAcks.get(),
+                keys.runs(), KEYS, keys.changes(), retriedAcks.get(),
                 retriedEnqueues.get(), stale.size());
         assertEquals(List.of(), List.copyOf(workerEnds), "no worker or producer stream ended");
         assertEquals(List.of(), stale, "changes never processed (seed " + seed + ")");

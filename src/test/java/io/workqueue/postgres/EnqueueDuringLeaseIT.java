@@ -46,6 +46,13 @@ class EnqueueDuringLeaseIT {
         return keys(queue.claim(100, LEASE).block(WAIT));
     }
 
+    /** Enqueues {@code key}, leases it, and enqueues it again while the lease is live. */
+    private static void leaseThenEnqueueAgain(ReactiveWorkQueue<String> queue, String key) {
+        queue.enqueueKeys(key).block(WAIT);
+        assertEquals(List.of(key), claimKeys(queue));
+        queue.enqueueKeys(key).block(WAIT);
+    }
+
     @Test
     void anEnqueueDuringTheLeaseMakesTheCompleteRunTheKeyOnceMore() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "during");
@@ -71,9 +78,7 @@ class EnqueueDuringLeaseIT {
     @Test
     void aCompleteRetriedAfterItHandedTheKeyBackLeavesTheRunOwed() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "retried");
-        queue.enqueueKeys("k").block(WAIT);
-        assertEquals(List.of("k"), claimKeys(queue));
-        queue.enqueueKeys("k").block(WAIT);
+        leaseThenEnqueueAgain(queue, "k");
         assertEquals(0L, queue.complete("k").block(WAIT));
 
         assertEquals(0L, queue.complete("k").block(WAIT), "the retry leaves the handed-back item alone");
@@ -153,9 +158,7 @@ class EnqueueDuringLeaseIT {
     @Test
     void aDeleteOnCompleteQueueKeepsAReRequestedItemAndDeletesItAfterItsNextRun() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "delete", c -> c.deleteOnComplete(true));
-        queue.enqueueKeys("k").block(WAIT);
-        assertEquals(List.of("k"), claimKeys(queue));
-        queue.enqueueKeys("k").block(WAIT);
+        leaseThenEnqueueAgain(queue, "k");
 
         assertEquals(0L, queue.complete("k").block(WAIT));
         assertTrue(Queues.exists(prefix, queue, "k"), "kept for its next run");
@@ -167,9 +170,7 @@ class EnqueueDuringLeaseIT {
     @Test
     void completeAndClaimHandsTheReRequestedKeyBackForTheNextClaim() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "cac");
-        queue.enqueueKeys("k").block(WAIT);
-        assertEquals(List.of("k"), claimKeys(queue));
-        queue.enqueueKeys("k").block(WAIT);
+        leaseThenEnqueueAgain(queue, "k");
 
         // One statement, one snapshot: it cannot claim the row it re-arms, the next claim does.
         assertEquals(List.of(), keys(queue.completeAndClaim(List.of("k"), 10, LEASE).block(WAIT)));
@@ -179,9 +180,7 @@ class EnqueueDuringLeaseIT {
     @Test
     void aReleaseFollowsItsOwnDelayAndClearsTheMark() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "release");
-        queue.enqueueKeys("k").block(WAIT);
-        assertEquals(List.of("k"), claimKeys(queue));
-        queue.enqueueKeys("k").block(WAIT);
+        leaseThenEnqueueAgain(queue, "k");
 
         assertEquals(1L, queue.release(Duration.ofHours(1), new IllegalStateException("later"), "k").block(WAIT));
 
@@ -193,9 +192,7 @@ class EnqueueDuringLeaseIT {
     @Test
     void aLapsedLeaseKeepsTheMarkSoTheReclaimersCompleteRunsTheKeyOnceMore() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "lapse");
-        queue.enqueueKeys("k").block(WAIT);
-        assertEquals(List.of("k"), claimKeys(queue));
-        queue.enqueueKeys("k").block(WAIT);
+        leaseThenEnqueueAgain(queue, "k");
         // The lease lapses (on the database clock, moved here rather than waited for).
         Queues.update(prefix, queue, "k", "lease_until = now() - INTERVAL '1 second'");
 
