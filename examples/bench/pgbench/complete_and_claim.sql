@@ -58,14 +58,16 @@ leased AS (
     FROM due
     WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
         AND q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
-    RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at,
+        CASE WHEN due.lease_until > 'epoch' THEN 1 WHEN due.lease_until = '-infinity' THEN 2 ELSE 0 END
+            AS prior_lease
 )
 SELECT coalesce(keys, '{}') AS keys FROM (
 SELECT
     array_agg(item_key ORDER BY priority DESC, available_at, item_key) AS keys,
     array_agg(priority ORDER BY priority DESC, available_at, item_key) AS priorities,
     array_agg(attempts ORDER BY priority DESC, available_at, item_key) AS attempts,
-    array_agg(reclaimed ORDER BY priority DESC, available_at, item_key) AS reclaimed,
+    array_agg(prior_lease ORDER BY priority DESC, available_at, item_key) AS prior_leases,
     (SELECT count(*) FROM done) AS completed,
     array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint ORDER BY priority DESC, available_at, item_key) AS available_us,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,

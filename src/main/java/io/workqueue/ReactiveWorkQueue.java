@@ -115,8 +115,22 @@ public interface ReactiveWorkQueue<K> {
      * {@code IllegalArgumentException}; a lease longer than {@link #MAX_DURATION} is one of
      * {@code MAX_DURATION}. A claim that PostgreSQL aborts as a deadlock (possible,
      * rarely, when a row's updater commits as the claim meets it) leased nothing and is retried
-     * like a write. Cancelling while the statement runs cancels it on the server; cancelling after
-     * it ran leaves its leases to lapse.
+     * like a write.
+     *
+     * <p><b>Claims merge.</b> One leasing statement (this, or {@link #completeAndClaim}) is in
+     * flight per queue instance at a time; claims for the same lease that arrive meanwhile ride the
+     * next statement together, their limits added up (within {@code maxClaimBatch}), and each gets
+     * its own items, in claim order, as many as it asked for. So however many loops of a process
+     * claim, they never race each other over the same rows, and they share one statement's cost.
+     * A statement that does not finish within {@link WorkQueueConfig#enqueueTimeout()} is
+     * cancelled on the server and fails with {@link WriteTimeoutException} (it leased nothing, or
+     * its leases lapse).
+     *
+     * <p><b>Cancellation.</b> Cancelling before the statement carrying this claim starts drops the
+     * claim; cancelling while it runs cancels it on the server if no other claim rides it, and
+     * otherwise undoes this claim's share as soon as it commits (the leases go back to what they
+     * were, and the attempts are not counted). Cancelling after the items were emitted leaves their
+     * leases to lapse.
      */
     Mono<List<Item<K>>> claim(int limit, Duration lease);
 
@@ -125,8 +139,11 @@ public interface ReactiveWorkQueue<K> {
      * one transaction: one round trip where {@link #complete} followed by {@link #claim} takes two.
      * The completion takes its locks in key order, before the claim leases anything; the claim
      * skips locked rows as {@link #claim} does and never re-claims a key it is completing. Limit
-     * and lease follow {@link #claim}'s rules. Retried like the other writers on 40001/40P01.
-     * Emits the leased items (possibly none). A key enqueued again during its lease is handed back
+     * and lease follow {@link #claim}'s rules, and so do merging and cancellation: concurrent
+     * calls on one instance (the workers of {@link #process}) share one statement, which completes
+     * every key they name and then leases for all of them; this call's completion is then committed
+     * together with theirs, and waits for their row locks too. Retried like the other writers on
+     * 40001/40P01. Emits the leased items (possibly none). A key enqueued again during its lease is handed back
      * as {@link #complete(Collection)} describes; this statement does not claim it, the next does.
      */
     Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease);
@@ -178,8 +195,9 @@ public interface ReactiveWorkQueue<K> {
      * lost connection, SQLSTATE 40001, 40P01; only the driver's and the network's own failures
      * count) is logged and retried with bounded exponential back-off, and the stream continues; any
      * other error terminates it. A stored key the codec can no longer decode is set aside, never
-     * emitted (see {@link KeyDecodingException}). Cancellation stops claiming and cancels a claim in
-     * flight on the server. Emits on driver threads. {@code lease} and {@code poll} follow the rules
+     * emitted (see {@link KeyDecodingException}). Cancellation stops claiming, and a claim in flight
+     * is cancelled on the server or, if it shares its statement with other claims, undone (see
+     * {@link #claim}). Emits on driver threads. {@code lease} and {@code poll} follow the rules
      * of {@link #claim} and {@link #awaitWork}.
      *
      * <p><b>Demand is the batch size.</b> Operators that request unbounded demand — {@code next()},

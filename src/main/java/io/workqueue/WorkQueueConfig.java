@@ -30,8 +30,9 @@ import java.util.Objects;
  *                        at least 1
  * @param minWakeInterval the least time between two wakeups completing {@code awaitWork}; at
  *                        least one millisecond, at most {@link ReactiveWorkQueue#MAX_DURATION}
- * @param enqueueTimeout  how long one group-committed write (the merged enqueue upsert, or the
- *                        merged complete) may take before every caller in its batch fails with a
+ * @param enqueueTimeout  how long one group-committed write (the merged enqueue upsert, the
+ *                        merged complete, or the merged claim) may take before every caller in its
+ *                        batch fails with a
  *                        {@link WriteTimeoutException}; positive, at most
  *                        {@link ReactiveWorkQueue#MAX_DURATION}. It bounds one write, not one call:
  *                        a call queued behind other writes waits for them first, so its worst case

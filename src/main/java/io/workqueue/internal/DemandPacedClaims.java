@@ -21,8 +21,8 @@ import reactor.core.scheduler.Scheduler;
  * ahead of demand, and a slow consumer holds no leases in a buffer. Transient failures (see
  * {@link SqlStates#isTransient}) of a claim or a wait back off exponentially between
  * {@code minBackoff} and {@code maxBackoff} with jitter, reset by the next successful claim; any
- * other failure terminates the stream. Cancellation disposes the claim in flight (the statement is
- * cancelled on the server, so it leases nothing) or the wait.
+ * other failure terminates the stream. Cancellation disposes the claim in flight (which the queue
+ * cancels on the server, or undoes if it shares its statement) or the wait.
  *
  * @param <T> the item type
  */

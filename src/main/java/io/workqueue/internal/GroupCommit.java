@@ -7,14 +7,19 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Iterator;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiPredicate;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.ToIntFunction;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -33,10 +38,15 @@ import reactor.core.scheduler.Scheduler;
  * queue itself is unbounded: every waiting submission is some caller's call in progress, and the
  * bound that matters is the size of one write, which must fit in its timeout.
  *
+ * <p>A {@link Policy} can narrow both: a write carries only submissions {@linkplain Policy#mergeable
+ * mergeable} with the first it takes (the others keep their place for a later write), and a write
+ * may be {@linkplain Policy#abandonable abandoned} once every caller it carries has cancelled.
+ *
  * <p>Each submission's {@code Mono} emits its own result from the write that carried it (or
  * completes empty for a write without results), fails when that write fails, and is the caller's
- * alone: cancelling it never cancels the write, because the write is subscribed here, not by any
- * caller. Nothing a caller's own code does when signalled (throwing from an error handler, even a
+ * alone: cancelling it never cancels a write that carries other callers too, because the write is
+ * subscribed here, not by any caller. Unless the policy says otherwise, it never cancels the write
+ * at all. Nothing a caller's own code does when signalled (throwing from an error handler, even a
  * {@link VirtualMachineError} thrown down its chain) can stop the group commit: every other caller
  * of the batch is still signalled, the next write still starts, and the throw is logged.
  *
@@ -58,11 +68,39 @@ public final class GroupCommit<T, R> {
     private final Duration timeout;
     private final Scheduler timer;
     private final WriteListener listener;
-    private final Sinks.Many<Submission<T, R>> submissions = Sinks.many().unicast().onBackpressureBuffer();
+    private final Policy<T, R> policy;
+    /** A {@link Submission}'s states. */
+    private static final int WAITING = 0;
+    private static final int SIGNALLED = 1;
+    private static final int CANCELLED = 2;
+
+    private final Sinks.Many<Submission> submissions = Sinks.many().unicast().onBackpressureBuffer();
     private final Object emitLock = new Object();
     private final Drain drain = new Drain();
     private boolean closed; // guarded by emitLock
     private @Nullable Mono<Void> closing; // guarded by emitLock
+
+    /**
+     * What a write may carry and what a caller's cancellation does.
+     *
+     * @param mergeable   whether a submission may ride in the write whose first submission is the
+     *                    first argument; one that may not waits, keeping its place, for a later write
+     * @param abandonable whether a write is cancelled once every caller it carries has cancelled
+     *                    (a caller that cancels before its write starts is then dropped unwritten),
+     *                    and a result whose caller has cancelled goes to {@code unclaimed}. For a
+     *                    write whose effect outlives its callers only if someone takes the result,
+     *                    such as a claim's leases. Otherwise a write runs whoever is still waiting.
+     * @param unclaimed   takes each result whose caller cancelled before it arrived; must not throw
+     * @param <T>         what one caller submits
+     * @param <R>         what one caller gets back
+     */
+    public record Policy<T, R>(BiPredicate<? super T, ? super T> mergeable, boolean abandonable,
+            Consumer<? super R> unclaimed) {
+        /** Any submission rides with any other; a write runs whoever cancels. */
+        public static <T, R> Policy<T, R> shared() {
+            return new Policy<>((first, other) -> true, false, result -> {});
+        }
+    }
 
     /** Told how each write that carried at least one payload ended; must not throw. */
     @FunctionalInterface
@@ -89,6 +127,16 @@ public final class GroupCommit<T, R> {
      */
     public GroupCommit(String name, String operation, Function<List<T>, Mono<List<R>>> write,
             ToIntFunction<? super T> weight, int maxWeight, Duration timeout, Scheduler timer, WriteListener listener) {
+        this(name, operation, write, weight, maxWeight, timeout, timer, listener, Policy.shared());
+    }
+
+    /**
+     * As {@link #GroupCommit(String, String, Function, ToIntFunction, int, Duration, Scheduler,
+     * WriteListener)}, with {@code policy} deciding what a write may carry and what cancellation does.
+     */
+    public GroupCommit(String name, String operation, Function<List<T>, Mono<List<R>>> write,
+            ToIntFunction<? super T> weight, int maxWeight, Duration timeout, Scheduler timer, WriteListener listener,
+            Policy<T, R> policy) {
         if (maxWeight < 1) {
             throw new IllegalArgumentException("maxWeight must be at least 1 but was " + maxWeight);
         }
@@ -100,6 +148,7 @@ public final class GroupCommit<T, R> {
         this.timeout = timeout;
         this.timer = timer;
         this.listener = listener;
+        this.policy = policy;
         submissions.asFlux().subscribe(drain);
     }
 
@@ -113,14 +162,15 @@ public final class GroupCommit<T, R> {
      * (inside {@code Mono.defer}); the returned {@code Mono} is hot: the submission has been made.
      */
     public Mono<R> submit(T payload) {
-        Submission<T, R> submission = new Submission<>(payload, Math.max(0, weight.applyAsInt(payload)), Sinks.one());
+        Submission submission = new Submission(payload, Math.max(0, weight.applyAsInt(payload)));
         synchronized (emitLock) {
             if (closed) {
                 return Mono.error(new QueueClosedException("queue " + name + " is closed; " + operation + " refused"));
             }
             emit(submission);
         }
-        return submission.done().asMono();
+        Mono<R> result = submission.done.asMono();
+        return policy.abandonable() ? result.doOnCancel(() -> drain.cancelled(submission)) : result;
     }
 
     /**
@@ -153,21 +203,36 @@ public final class GroupCommit<T, R> {
      * submission rode in that batch or an earlier one. Hold emitLock.
      */
     private Mono<Void> emitFlushMarker() {
-        Submission<T, R> marker = new Submission<>(null, 0, Sinks.one());
+        Submission marker = new Submission(null, 0);
         emit(marker);
-        return marker.done().asMono().then().onErrorResume(e -> Mono.empty());
+        return marker.done.asMono().then().onErrorResume(e -> Mono.empty());
     }
 
-    private void emit(Submission<T, R> submission) {
+    private void emit(Submission submission) {
         Sinks.EmitResult result = submissions.tryEmitNext(submission);
         if (result.isFailure()) {
             // Serialised and unbounded, so this means the drain was cancelled: a bug, not load.
-            submission.done().tryEmitError(new IllegalStateException("group commit for " + name + " refused a submission: " + result));
+            submission.done.tryEmitError(new IllegalStateException("group commit for " + name + " refused a submission: " + result));
         }
     }
 
-    /** One caller's payload and the signal it waits on; a {@code null} payload is a flush marker. */
-    private record Submission<T, R>(@Nullable T payload, int weight, Sinks.One<R> done) {}
+    /**
+     * One caller's payload and the signal it waits on; a {@code null} payload is a flush marker.
+     * {@code state} is set once, by whichever comes first: the caller is signalled, or it cancels.
+     */
+    private final class Submission {
+        final @Nullable T payload;
+        final int weight;
+        final Sinks.One<R> done = Sinks.one();
+        final AtomicInteger state = new AtomicInteger(WAITING);
+        /** The write carrying it, once one does; guarded by the drain. */
+        Drain.@Nullable Write write;
+
+        Submission(@Nullable T payload, int weight) {
+            this.payload = payload;
+            this.weight = weight;
+        }
+    }
 
     /**
      * The single consumer: queues submissions and runs one write at a time from the front of the
@@ -175,8 +240,8 @@ public final class GroupCommit<T, R> {
      * write can finish synchronously inside its own start, and a backlog of many small writes would
      * otherwise nest one stack frame per write.
      */
-    private final class Drain extends BaseSubscriber<Submission<T, R>> {
-        private final ArrayDeque<Submission<T, R>> pending = new ArrayDeque<>(); // guarded by this
+    private final class Drain extends BaseSubscriber<Submission> {
+        private final ArrayDeque<Submission> pending = new ArrayDeque<>(); // guarded by this
         private boolean writing; // guarded by this
         private final AtomicInteger wip = new AtomicInteger();
 
@@ -186,11 +251,35 @@ public final class GroupCommit<T, R> {
         }
 
         @Override
-        protected void hookOnNext(Submission<T, R> submission) {
+        protected void hookOnNext(Submission submission) {
             synchronized (this) {
                 pending.add(submission);
             }
             drainLoop();
+        }
+
+        /**
+         * A caller of an abandonable commit cancelled: it leaves the queue if no write has taken
+         * it yet, and a write left without a caller is cancelled.
+         */
+        void cancelled(Submission submission) {
+            Write orphaned;
+            synchronized (this) {
+                if (!submission.state.compareAndSet(WAITING, CANCELLED)) {
+                    return;
+                }
+                Write write = submission.write;
+                if (write == null) {
+                    // Still queued, or taken by a write that has not counted its callers yet,
+                    // which then leaves it out.
+                    pending.remove(submission);
+                    return;
+                }
+                orphaned = --write.callers == 0 ? write : null;
+            }
+            if (orphaned != null) {
+                orphaned.abandon();
+            }
         }
 
         /** Starts the next write if none is in flight; any thread may call it, one thread runs it. */
@@ -200,7 +289,7 @@ public final class GroupCommit<T, R> {
             }
             int missed = 1;
             do {
-                List<Submission<T, R>> batch;
+                List<Submission> batch;
                 while ((batch = takeBatchIfIdle()) != null) {
                     startWrite(batch);
                 }
@@ -211,40 +300,64 @@ public final class GroupCommit<T, R> {
         /**
          * Takes the next batch from the front of the queue: submissions in order while their weight
          * fits, the first payload always (a heavy one alone), and the flush markers among them.
+         * Submissions the policy does not merge with the first are passed over and keep their
+         * place; a flush marker behind one of them stays too, since it must not overtake it.
          */
-        private synchronized @Nullable List<Submission<T, R>> takeBatchIfIdle() {
+        private synchronized @Nullable List<Submission> takeBatchIfIdle() {
             if (writing || pending.isEmpty()) {
                 return null;
             }
             writing = true;
-            List<Submission<T, R>> batch = new ArrayList<>();
+            List<Submission> batch = new ArrayList<>();
             long taken = 0;
-            boolean carriesPayload = false;
-            for (Submission<T, R> next = pending.peek(); next != null; next = pending.peek()) {
-                if (next.payload() != null) {
-                    if (carriesPayload && taken + next.weight() > maxWeight) {
+            @Nullable T first = null;
+            boolean passedOver = false;
+            for (Iterator<Submission> it = pending.iterator(); it.hasNext(); ) {
+                Submission next = it.next();
+                T payload = next.payload;
+                if (payload != null && next.state.get() == CANCELLED) {
+                    it.remove(); // its caller left before it reached the queue
+                    continue;
+                }
+                if (payload == null) {
+                    if (passedOver) {
                         break;
                     }
-                    taken += next.weight();
-                    carriesPayload = true;
+                } else if (first == null) {
+                    first = payload;
+                    taken = next.weight;
+                } else if (!policy.mergeable().test(first, payload)) {
+                    passedOver = true;
+                    continue;
+                } else if (taken + next.weight > maxWeight) {
+                    break;
+                } else {
+                    taken += next.weight;
                 }
-                batch.add(pending.poll());
+                it.remove();
+                batch.add(next);
             }
             return batch;
         }
 
-        private void startWrite(List<Submission<T, R>> batch) {
+        private void startWrite(List<Submission> batch) {
+            Write run = new Write(batch);
             List<T> payloads = new ArrayList<>(batch.size());
-            for (Submission<T, R> s : batch) {
-                if (s.payload() != null) {
-                    payloads.add(s.payload());
+            synchronized (this) {
+                for (Submission s : batch) {
+                    if (s.payload != null && s.state.get() != CANCELLED) {
+                        s.write = run;
+                        payloads.add(s.payload);
+                    }
                 }
+                run.callers = payloads.size();
             }
-            Write run = new Write(batch, !payloads.isEmpty());
             if (payloads.isEmpty()) {
+                // Flush markers only, or callers that all cancelled before it started.
                 run.finish(List.of(), null);
                 return;
             }
+            run.writes = true;
             Mono<List<R>> written = Mono.defer(() -> {
                         run.started = System.nanoTime();
                         return write.apply(payloads);
@@ -263,7 +376,12 @@ public final class GroupCommit<T, R> {
                     .switchIfEmpty(Mono.error(() -> new IllegalStateException(
                             operation + " on queue " + name + " returned no results")));
             try {
-                written.subscribe(results -> run.finish(results, null), error -> run.finish(List.of(), error));
+                Disposable subscription = written.subscribe(results -> run.finish(results, null),
+                        error -> run.finish(List.of(), error));
+                run.subscription = subscription;
+                if (run.abandoned) {
+                    subscription.dispose(); // abandoned while subscribing: abandon() found nothing to stop
+                }
             } catch (Throwable fatal) {
                 // Reactor rethrows JVM-fatal errors out of subscribe; the batch must still be told,
                 // and the in-flight flag cleared, or every later caller would wait forever.
@@ -273,16 +391,33 @@ public final class GroupCommit<T, R> {
 
         /** One batch being written; finishes once, whichever signal or throw comes first. */
         private final class Write {
-            private final List<Submission<T, R>> batch;
-            /** False for a batch of flush markers only, which finishes without writing. */
-            private final boolean writes;
+            private final List<Submission> batch;
+            /** False for a batch that finishes without writing: flush markers, cancelled callers. */
+            private volatile boolean writes;
             private final AtomicBoolean finished = new AtomicBoolean();
             private volatile long started = System.nanoTime();
             private volatile boolean timedOut;
+            /** Callers carried and not cancelled; guarded by the drain. */
+            int callers;
+            private volatile @Nullable Disposable subscription;
+            private volatile boolean abandoned;
 
-            Write(List<Submission<T, R>> batch, boolean writes) {
+            Write(List<Submission> batch) {
                 this.batch = batch;
-                this.writes = writes;
+            }
+
+            /**
+             * Every caller cancelled: stop the write (what it was doing is the writer's to undo on
+             * cancellation, such as cancelling its statement) and let the next one start.
+             */
+            void abandon() {
+                abandoned = true;
+                Disposable running = subscription;
+                if (running != null) {
+                    running.dispose();
+                }
+                writes = false; // nothing to report: nobody waits for it, and it did not fail
+                finish(List.of(), new CancellationException(operation + " on queue " + name + " abandoned by every caller"));
             }
 
             /** Hands each caller its result, in submission order, then lets the next write start. */
@@ -328,15 +463,22 @@ public final class GroupCommit<T, R> {
                 Throwable firstThrown = null;
                 int throwers = 0;
                 int next = 0;
-                for (Submission<T, R> s : batch) {
-                    R result = error == null && s.payload() != null ? results.get(next++) : null;
+                for (Submission s : batch) {
+                    if (s.payload != null && s.write != this) {
+                        continue; // cancelled before the write started; it was not written
+                    }
+                    R result = error == null && s.payload != null ? results.get(next++) : null;
                     try {
-                        if (error != null) {
-                            s.done().tryEmitError(error);
+                        if (!s.state.compareAndSet(WAITING, SIGNALLED)) {
+                            if (result != null) {
+                                policy.unclaimed().accept(result);
+                            }
+                        } else if (error != null) {
+                            s.done.tryEmitError(error);
                         } else if (result == null) {
-                            s.done().tryEmitEmpty();
+                            s.done.tryEmitEmpty();
                         } else {
-                            s.done().tryEmitValue(result);
+                            s.done.tryEmitValue(result);
                         }
                     } catch (Throwable thrown) {
                         if (throwers++ == 0) {

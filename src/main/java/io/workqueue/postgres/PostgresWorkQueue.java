@@ -75,6 +75,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private final Sql sql;
     private final GroupCommit<List<EncodedEntry>, Void> enqueues;
     private final GroupCommit<String[], Long> completions;
+    private final GroupCommit<LeaseRequest, Leased<K>> leases;
     private final WakeGate wakeGate;
     private final QueueMetrics metrics;
     private final ClaimCursors cursors = new ClaimCursors(System.nanoTime());
@@ -96,6 +97,16 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         this.completions = new GroupCommit<>(config.name(), "complete", this::completeMerged,
                 keys -> keys.length, config.maxWriteBatch(), config.enqueueTimeout(), timer,
                 GroupCommit.WriteListener.NONE);
+        // Claims merge the same way: one leasing statement in flight per instance, however many
+        // loops claim, so they never race each other over the same index entries, and each
+        // statement's fixed cost is shared (docs/benchmarks). Only claims asking for the same
+        // lease ride together. A statement every caller left is cancelled on the server; the
+        // share of a caller that left a statement others still wait for is handed back at once.
+        this.leases = new GroupCommit<>(config.name(), "claim", this::leaseMerged,
+                request -> Math.max(request.limit(), request.complete().length), config.maxClaimBatch(),
+                config.enqueueTimeout(), timer, GroupCommit.WriteListener.NONE,
+                new GroupCommit.Policy<>((first, other) -> first.leaseMicros() == other.leaseMicros(), true,
+                        this::handBack));
         this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
     }
 
@@ -245,10 +256,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<List<Item<K>>> claim(int limit, Duration lease) {
         return Mono.defer(() -> {
             requirePositive("lease", lease);
-            // SKIP LOCKED can still wait, briefly, on a row whose updater is committing, while
-            // holding rows locked in claim order rather than key order: a rare 40P01 is possible,
-            // and a deadlocked claim leased nothing, so it is retried like a write.
-            return withRetries(leaseDue(sql.claimDue, sql.claimFromCursors, 4, limit, lease, statement -> statement))
+            return leases.submit(new LeaseRequest(NO_KEYS, batchSize(limit), Durations.micros(lease)))
                     .map(Leased::items);
         });
     }
@@ -257,12 +265,82 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease) {
         return Mono.defer(() -> {
             requirePositive("lease", lease);
-            String[] keys = encodeDistinct(completed);
-            return withRetries(leaseDue(sql.completeAndClaim, sql.completeAndClaimFromCursors, 5, limit, lease,
-                            statement -> statement.bind(4, keys)))
-                    .doOnNext(leased -> metrics.completed(leased.completed()))
+            return leases.submit(new LeaseRequest(encodeDistinct(completed), batchSize(limit), Durations.micros(lease)))
                     .map(Leased::items);
         });
+    }
+
+    /** A claim's limit as the API reads it: at most {@code maxClaimBatch}, which is also what 0 or less means. */
+    private int batchSize(int limit) {
+        return limit <= 0 || limit > config.maxClaimBatch() ? config.maxClaimBatch() : limit;
+    }
+
+    /**
+     * One caller's part of a leasing statement: the items to lease, for how long, and the keys to
+     * complete first ({@link #NO_KEYS} for a plain claim).
+     */
+    private record LeaseRequest(String[] complete, int limit, long leaseMicros) {}
+
+    private static final String[] NO_KEYS = new String[0];
+
+    /**
+     * The leasing group commit's write: one statement for every caller's claim (limits added up,
+     * which the group commit's weight keeps within {@code maxClaimBatch}) and, if any caller
+     * completes keys, their completion first, in the same transaction. The leased items are dealt
+     * out in claim order, each caller taking as many as it asked for.
+     */
+    private Mono<List<Leased<K>>> leaseMerged(List<LeaseRequest> requests) {
+        int limit = 0;
+        List<String[]> completes = new ArrayList<>(requests.size());
+        for (LeaseRequest request : requests) {
+            limit += request.limit();
+            completes.add(request.complete());
+        }
+        String[] complete = MergedKeys.union(completes);
+        long leaseMicros = requests.get(0).leaseMicros();
+        // SKIP LOCKED can still wait, briefly, on a row whose updater is committing, while
+        // holding rows locked in claim order rather than key order: a rare 40P01 is possible,
+        // and a deadlocked claim leased nothing, so it is retried like a write.
+        Mono<Leased<K>> statement = complete.length == 0
+                ? leaseDue(sql.claimDue, sql.claimFromCursors, 4, limit, leaseMicros, s -> s)
+                : leaseDue(sql.completeAndClaim, sql.completeAndClaimFromCursors, 5, limit, leaseMicros,
+                        s -> s.bind(4, complete));
+        return withRetries(statement).map(leased -> {
+            metrics.completed(leased.completed());
+            List<Leased<K>> shares = new ArrayList<>(requests.size());
+            int from = 0;
+            for (LeaseRequest request : requests) {
+                int to = Math.min(leased.items().size(), from + request.limit());
+                shares.add(leased.slice(from, to));
+                from = to;
+            }
+            return shares;
+        });
+    }
+
+    /**
+     * Undoes the claim of a share whose caller left before receiving it: nobody will run those
+     * items, and letting their leases lapse would hold them back for a whole lease. The lease goes
+     * back to what it was and the attempt is not counted. Runs in the background; if it fails the
+     * leases lapse, which is what they would have done anyway.
+     */
+    private void handBack(Leased<K> share) {
+        int n = share.items().size();
+        if (n == 0) {
+            return;
+        }
+        Integer[] attempts = new Integer[n];
+        Integer[] priorLeases = new Integer[n];
+        for (int i = 0; i < n; i++) {
+            attempts[i] = share.items().get(i).attempts();
+            priorLeases[i] = share.priorLeases().get(i);
+        }
+        writeEncoded(share.storedKeys().toArray(String[]::new), sql.handBackKeys,
+                statement -> statement.bind(2, attempts).bind(3, priorLeases))
+                .subscribe(count -> log.debug("queue {}: handed back {} of {} items leased for a caller that left",
+                                config.name(), count, n),
+                        e -> log.warn("queue {}: handing back {} items leased for a caller that left failed; their"
+                                + " leases will lapse", config.name(), n, e));
     }
 
     /**
@@ -272,10 +350,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      * {@code sweepSql} when the {@link ClaimCursors} plan a sweep, else {@code cursorSql} with the
      * bands and their cursors bound from the (0-based) parameter {@code cursorParameter} on.
      */
-    private Mono<Leased<K>> leaseDue(String sweepSql, String cursorSql, int cursorParameter, int limit,
-            Duration lease, UnaryOperator<Statement> bindRest) {
-        int batch = limit <= 0 || limit > config.maxClaimBatch() ? config.maxClaimBatch() : limit;
-        long leaseMicros = Durations.micros(lease);
+    private Mono<Leased<K>> leaseDue(String sweepSql, String cursorSql, int cursorParameter, int batch,
+            long leaseMicros, UnaryOperator<Statement> bindRest) {
         return Mono.defer(() -> {
             long start = System.nanoTime();
             ClaimCursors.Plan plan = cursors.plan(start);
@@ -301,7 +377,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                                             row.get(0, String[].class),
                                             priorities,
                                             row.get(2, Integer[].class),
-                                            row.get(3, Boolean[].class),
+                                            row.get(3, Integer[].class),
                                             longValue(row.get(4, Long.class)));
                                 }))
                                 .single();
@@ -323,10 +399,19 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     }
 
     /**
-     * What a leasing statement returned: the items it leased and decoded, the leased rows whose
-     * stored key the codec refused, and how many items it completed.
+     * What a leasing statement returned: the items it leased and decoded, each with its key as
+     * stored and the kind of lease it had before ({@link Sql#PRIOR_LEASE_NONE} and its siblings)
+     * at the same position, the leased rows whose stored key the codec refused, and how many items
+     * it completed.
      */
-    private record Leased<K>(List<Item<K>> items, List<Undecodable> undecodable, long completed) {}
+    private record Leased<K>(List<Item<K>> items, List<String> storedKeys, List<Integer> priorLeases,
+            List<Undecodable> undecodable, long completed) {
+        /** The items from {@code from} to {@code to}, as one caller's share: no undecodable rows, no count. */
+        Leased<K> slice(int from, int to) {
+            return new Leased<>(items.subList(from, to), storedKeys.subList(from, to), priorLeases.subList(from, to),
+                    List.of(), 0);
+        }
+    }
 
     /** A leased row whose stored key the codec could not decode, and why. */
     private record Undecodable(String storedKey, int attempts, Throwable error) {}
@@ -357,14 +442,16 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     /** Decodes the claim's row; the arrays are null when nothing was leased. */
     private Leased<K> leased(String @Nullable [] keys, Integer @Nullable [] priorities, Integer @Nullable [] attempts,
-            Boolean @Nullable [] reclaimed, long completed) {
+            Integer @Nullable [] priorLeases, long completed) {
         if (keys == null) {
-            return new Leased<>(List.of(), List.of(), completed);
+            return new Leased<>(List.of(), List.of(), List.of(), List.of(), completed);
         }
         Objects.requireNonNull(priorities, "priorities");
         Objects.requireNonNull(attempts, "attempts");
-        Objects.requireNonNull(reclaimed, "reclaimed");
+        Objects.requireNonNull(priorLeases, "priorLeases");
         List<Item<K>> items = new ArrayList<>(keys.length);
+        List<String> storedKeys = new ArrayList<>(keys.length);
+        List<Integer> priors = new ArrayList<>(keys.length);
         List<Undecodable> undecodable = List.of();
         for (int i = 0; i < keys.length; i++) {
             K key;
@@ -381,9 +468,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                 undecodable.add(new Undecodable(keys[i], attempts[i], e));
                 continue;
             }
-            items.add(new Item<>(key, priorities[i], attempts[i], reclaimed[i]));
+            items.add(new Item<>(key, priorities[i], attempts[i], priorLeases[i] == Sql.PRIOR_LEASE_LAPSED));
+            storedKeys.add(keys[i]);
+            priors.add(priorLeases[i]);
         }
-        return new Leased<>(items, undecodable, completed);
+        return new Leased<>(items, storedKeys, priors, undecodable, completed);
     }
 
     @Override

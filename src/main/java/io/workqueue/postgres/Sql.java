@@ -70,6 +70,13 @@ final class Sql {
             WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
             """;
 
+    /** A claimed row had no lease before: never leased, released, or completed and enqueued again. */
+    static final int PRIOR_LEASE_NONE = 0;
+    /** A claimed row's lease had lapsed: the claim is a reclaim. */
+    static final int PRIOR_LEASE_LAPSED = 1;
+    /** A claimed row was {@linkplain #HANDED_BACK handed back} by a complete to run once more. */
+    static final int PRIOR_LEASE_HANDED_BACK = 2;
+
     /** The order claims hand items out in: a total order, since keys are unique per queue. */
     static final String CLAIM_ORDER = "priority DESC, available_at, item_key";
 
@@ -111,6 +118,11 @@ final class Sql {
     final String completeAndClaimFromCursors;
     /** $1 queue, $2 keys text[], $3 delay in microseconds, $4 last error (nullable). */
     final String releaseKeys;
+    /**
+     * $1 queue, $2 keys text[], $3 the attempts the claim gave them int[], $4 the kind of lease each
+     * had before the claim int[]; undoes a claim of them (see {@link #handBack}).
+     */
+    final String handBackKeys;
     /** $1 queue, $2 keys text[]. */
     final String removeKeys;
     /** $1 queue, $2 retention in microseconds, $3 batch size. */
@@ -252,6 +264,24 @@ final class Sql {
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
                 """.formatted(table));
+        this.handBackKeys = compact("WITH " + lockedKeys(2, true) + """
+                -- Undoes a claim nobody took (its caller left while the statement ran): the lease
+                -- goes back to what it was, so a lapsed one still reads as a reclaim and a row
+                -- handed back to run again is still protected, and the attempt is not counted.
+                -- Only where the claim is still the row's latest: leased, at the attempt it gave.
+                -- Last error and availability are the row's own and stay; a re-request made
+                -- during the brief lease is void, since the row is due again at once.
+                UPDATE %1$s AS q
+                SET lease_until = CASE mine.prior_lease WHEN %2$d THEN 'epoch'::timestamptz + INTERVAL '1 microsecond'
+                        WHEN %3$d THEN %4$s ELSE 'epoch' END,
+                    attempts = q.attempts - 1,
+                    requested_at = NULL
+                FROM target
+                JOIN unnest($2::text[], $3::int[], $4::int[]) AS mine(item_key, attempts, prior_lease)
+                    ON mine.item_key = target.item_key
+                WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+                    AND q.attempts = mine.attempts AND q.lease_until > now()
+                """.formatted(table, PRIOR_LEASE_LAPSED, PRIOR_LEASE_HANDED_BACK, HANDED_BACK));
         this.removeKeys = compact("WITH " + lockedKeys(2, false) + DELETE_TARGET.formatted(table));
         this.reapCompleted = compact("""
                 -- Bounded, and SKIP LOCKED: the reaper never waits on, or deadlocks with, a writer.
@@ -309,8 +339,9 @@ final class Sql {
 
     /**
      * The claim, as the CTEs {@code due} and {@code leased} and the select that returns the leased
-     * items as one row of parallel arrays in claim order (keys, priorities, attempts, reclaimed;
-     * all null when nothing was leased) plus, {@code afterCompleting}, how many items the completing
+     * items as one row of parallel arrays in claim order (keys, priorities, attempts, the kind of
+     * lease each row had before, {@link #PRIOR_LEASE_NONE} and its siblings; all null when nothing
+     * was leased) plus, {@code afterCompleting}, how many items the completing
      * CTEs completed and re-armed (else 0). The LIMIT sits
      * above the lock: SKIP LOCKED passes over rows other claimers hold and the scan carries on, so
      * a claim gets a full batch while work remains.
@@ -356,21 +387,25 @@ final class Sql {
                         -- hash-join "due" against a scan of the whole table; this keeps the row
                         -- lookups on the primary key whatever the estimates.
                         AND q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
-                    -- A prior lease after the epoch was a real one that lapsed: this is a reclaim.
-                    RETURNING q.item_key, q.priority, q.attempts, q.available_at, due.lease_until > 'epoch' AS reclaimed
+                    -- What the row's lease was before: a lease after the epoch was a real one that
+                    -- lapsed (this is a reclaim); a claim handed back undone restores it.
+                    RETURNING q.item_key, q.priority, q.attempts, q.available_at,
+                        CASE WHEN due.lease_until > 'epoch' THEN %7$d WHEN due.lease_until = %8$s THEN %9$d ELSE %10$d END
+                            AS prior_lease
                 )
                 SELECT
                     array_agg(item_key ORDER BY %4$s) AS keys,
                     array_agg(priority ORDER BY %4$s) AS priorities,
                     array_agg(attempts ORDER BY %4$s) AS attempts,
-                    array_agg(reclaimed ORDER BY %4$s) AS reclaimed,
+                    array_agg(prior_lease ORDER BY %4$s) AS prior_leases,
                     %5$s AS completed,
                     -- Where the claim ended, for the cursors: each item's availability, and now().
                     array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint ORDER BY %4$s) AS available_us,
                     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
                     %6$s AS rearmed
                 FROM leased
-                """).formatted(table, DUE, extraDueCondition, CLAIM_ORDER, completedCount, rearmedCount);
+                """).formatted(table, DUE, extraDueCondition, CLAIM_ORDER, completedCount, rearmedCount,
+                PRIOR_LEASE_LAPSED, HANDED_BACK, PRIOR_LEASE_HANDED_BACK, PRIOR_LEASE_NONE);
     }
 
     /**

@@ -658,4 +658,145 @@ class GroupCommitTest {
         writes.completeNext();
         assertTrue(later.completed, "a flush is not a close");
     }
+
+    // ---------------------------------------------------------------- policy: merging and abandonment
+
+    /**
+     * Writes that stay in flight until answered, counting cancellations, with a result per payload;
+     * a claim-like commit: payloads are "lease:item", only equal leases merge, a write every
+     * caller left is abandoned, and results whose caller left go to {@code unclaimed}.
+     */
+    private static final class HeldClaims implements Function<List<String>, Mono<List<Integer>>> {
+        final List<List<String>> batches = Collections.synchronizedList(new ArrayList<>());
+        final Deque<Sinks.One<List<Integer>>> inFlight = new ArrayDeque<>();
+        final AtomicInteger cancelled = new AtomicInteger();
+        final List<Integer> unclaimed = Collections.synchronizedList(new ArrayList<>());
+
+        @Override
+        public synchronized Mono<List<Integer>> apply(List<String> payloads) {
+            batches.add(List.copyOf(payloads));
+            Sinks.One<List<Integer>> done = Sinks.one();
+            inFlight.add(done);
+            return done.asMono().doOnCancel(cancelled::incrementAndGet);
+        }
+
+        synchronized void answerNext(List<Integer> results) {
+            assertEquals(Sinks.EmitResult.OK, inFlight.poll().tryEmitValue(results));
+        }
+
+        GroupCommit<String, Integer> commit(Scheduler timer) {
+            return new GroupCommit<>("q", "claim", this, payload -> 1, Integer.MAX_VALUE, TIMEOUT, timer,
+                    GroupCommit.WriteListener.NONE,
+                    new GroupCommit.Policy<>((first, other) -> lease(first).equals(lease(other)), true, unclaimed::add));
+        }
+
+        private static String lease(String payload) {
+            return payload.substring(0, payload.indexOf(':'));
+        }
+    }
+
+    @Test
+    void onlyMergeableSubmissionsRideTogetherAndThoseLeftBehindKeepTheirPlace() {
+        HeldClaims claims = new HeldClaims();
+        GroupCommit<String, Integer> commit = claims.commit(vts);
+        Map<String, Integer> received = new ConcurrentHashMap<>();
+        for (String payload : List.of("1m:a", "1m:b", "1h:c", "1m:d", "1h:e")) {
+            Mono.defer(() -> commit.submit(payload)).subscribe(r -> received.put(payload, r));
+        }
+
+        claims.answerNext(List.of(1));
+        claims.answerNext(List.of(2, 4));
+        claims.answerNext(List.of(3, 5));
+
+        assertEquals(List.of(List.of("1m:a"), List.of("1m:b", "1m:d"), List.of("1h:c", "1h:e")), claims.batches,
+                "behind the first, b and d merge; c waits, yet goes before anything queued later");
+        assertEquals(Map.of("1m:a", 1, "1m:b", 2, "1h:c", 3, "1m:d", 4, "1h:e", 5), received);
+    }
+
+    @Test
+    void aFlushMarkerNeverOvertakesASubmissionLeftBehind() {
+        HeldClaims claims = new HeldClaims();
+        GroupCommit<String, Integer> commit = claims.commit(vts);
+        Mono.defer(() -> commit.submit("1m:a")).subscribe();
+        Mono.defer(() -> commit.submit("1m:b")).subscribe();
+        Mono.defer(() -> commit.submit("1h:c")).subscribe();
+        AtomicBoolean flushed = new AtomicBoolean();
+        commit.flush().subscribe(null, null, () -> flushed.set(true));
+        Mono.defer(() -> commit.submit("1m:d")).subscribe();
+
+        claims.answerNext(List.of(1));
+        claims.answerNext(List.of(2));          // b only: d is behind the marker, which waits for c
+        assertFalse(flushed.get(), "c, submitted before the flush, is not written yet");
+        claims.answerNext(List.of(3));
+        assertTrue(flushed.get());
+        claims.answerNext(List.of(4));
+        assertEquals(List.of(List.of("1m:a"), List.of("1m:b"), List.of("1h:c"), List.of("1m:d")), claims.batches);
+    }
+
+    @Test
+    void aWriteEveryCallerLeftIsCancelledAndTheNextOneStarts() {
+        HeldClaims claims = new HeldClaims();
+        GroupCommit<String, Integer> commit = claims.commit(vts);
+        Disposable first = Mono.defer(() -> commit.submit("1m:a")).subscribe();
+        Disposable second = Mono.defer(() -> commit.submit("1m:b")).subscribe();
+        Mono.defer(() -> commit.submit("1h:c")).subscribe();
+
+        first.dispose();
+        assertEquals(1, claims.cancelled.get(), "its only caller left: the write is cancelled");
+        assertEquals(List.of(List.of("1m:a"), List.of("1m:b")), claims.batches, "and the next one started");
+        second.dispose();
+        assertEquals(2, claims.cancelled.get());
+        assertEquals(3, claims.batches.size());
+        assertEquals(List.of(), claims.unclaimed, "a cancelled write has no results to hand back");
+    }
+
+    @Test
+    void aCallerThatLeavesBeforeItsWriteStartsIsNotWritten() {
+        HeldClaims claims = new HeldClaims();
+        GroupCommit<String, Integer> commit = claims.commit(vts);
+        Mono.defer(() -> commit.submit("1m:a")).subscribe();
+        Disposable leaving = Mono.defer(() -> commit.submit("1m:b")).subscribe();
+        AtomicInteger staying = new AtomicInteger();
+        Mono.defer(() -> commit.submit("1m:c")).subscribe(staying::set);
+
+        leaving.dispose();
+        claims.answerNext(List.of(1));
+        assertEquals(List.of(List.of("1m:a"), List.of("1m:c")), claims.batches);
+        claims.answerNext(List.of(3));
+        assertEquals(3, staying.get());
+        assertEquals(0, claims.cancelled.get());
+    }
+
+    @Test
+    void theResultOfACallerThatLeftAWriteOthersStillWaitForGoesToUnclaimed() {
+        HeldClaims claims = new HeldClaims();
+        GroupCommit<String, Integer> commit = claims.commit(vts);
+        Mono.defer(() -> commit.submit("1m:a")).subscribe();
+        Disposable leaving = Mono.defer(() -> commit.submit("1m:b")).subscribe();
+        AtomicInteger staying = new AtomicInteger();
+        Mono.defer(() -> commit.submit("1m:c")).subscribe(staying::set);
+        claims.answerNext(List.of(1));          // b and c now ride the write in flight
+
+        leaving.dispose();
+        assertEquals(0, claims.cancelled.get(), "c still waits for the write");
+        claims.answerNext(List.of(20, 30));
+
+        assertEquals(30, staying.get());
+        assertEquals(List.of(20), claims.unclaimed, "b's result is handed to unclaimed, not dropped");
+    }
+
+    @Test
+    void aSharedCommitNeverAbandonsAWriteNorDropsAnUnwrittenSubmission() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = enqueueLike("q", writes, TIMEOUT, vts);
+        Caller blocker = new Caller(commit, "blocker");
+        Caller leaving = new Caller(commit, "leaving");
+        blocker.subscription.dispose();
+        leaving.subscription.dispose();
+
+        writes.completeNext();
+        writes.completeNext();
+        assertEquals(List.of(List.of("blocker"), List.of("leaving")), writes.batches);
+        assertEquals(0, writes.cancelled.get());
+    }
 }

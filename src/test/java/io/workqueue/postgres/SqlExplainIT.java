@@ -97,6 +97,8 @@ class SqlExplainIT {
                 Map.entry("completeAndClaimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, keys, bands, cursors}),
                 Map.entry("completeKeys", new Object[] {"q", keys}),
                 Map.entry("releaseKeys", new Object[] {"q", keys, 5_000_000L, "boom"}),
+                Map.entry("handBackKeys", new Object[] {"q", keys, new Integer[] {1, 3},
+                        new Integer[] {Sql.PRIOR_LEASE_NONE, Sql.PRIOR_LEASE_LAPSED}}),
                 Map.entry("removeKeys", new Object[] {"q", keys}),
                 Map.entry("reapCompleted", new Object[] {"q", 86_400_000_000L, 1000}),
                 Map.entry("stats", new Object[] {"q", 3}));
