@@ -46,7 +46,7 @@ due AS MATERIALIZED (
     WHERE queue_name = :queue::text AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
-    AND (:max_attempts::int = 0 OR attempts < :max_attempts::int) AND NOT (item_key = ANY(:keys::text[])) AND (SELECT count(*) FROM done) >= 0
+    AND (:max_attempts::int = 0 OR attempts < :max_attempts::int) AND item_key NOT IN (SELECT unnest(:keys::text[])) AND (SELECT count(*) FROM done) >= 0
     ORDER BY priority DESC, available_at, item_key
     LIMIT :batch::int
     FOR UPDATE SKIP LOCKED
@@ -55,23 +55,21 @@ leased AS (
     UPDATE bench_drain_work_queue_items AS q
     SET lease_until = now() + :lease_us::bigint * INTERVAL '1 microsecond',
         attempts = q.attempts + 1
-    FROM due
-    WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
-        AND q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
-    RETURNING q.item_key, q.priority, q.attempts, q.available_at,
-        CASE WHEN due.lease_until > 'epoch' THEN 1 WHEN due.lease_until = '-infinity' THEN 2 ELSE 0 END
-            AS prior_lease
+    WHERE q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at
 )
 SELECT coalesce(keys, '{}') AS keys FROM (
 SELECT
-    array_agg(item_key ORDER BY priority DESC, available_at, item_key) AS keys,
-    array_agg(priority ORDER BY priority DESC, available_at, item_key) AS priorities,
-    array_agg(attempts ORDER BY priority DESC, available_at, item_key) AS attempts,
-    array_agg(prior_lease ORDER BY priority DESC, available_at, item_key) AS prior_leases,
+    array_agg(l.item_key) AS keys,
+    array_agg(l.priority) AS priorities,
+    array_agg(l.attempts) AS attempts,
+    array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
+        ELSE 0 END) AS prior_leases,
     (SELECT count(*) FROM done) AS completed,
-    array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint ORDER BY priority DESC, available_at, item_key) AS available_us,
+    array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
     (SELECT count(*) FROM rearmed) AS rearmed
-FROM leased
+FROM leased AS l
+JOIN due AS d ON d.item_key = l.item_key
 ) AS claimed
 \gset

@@ -367,18 +367,12 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                         return Flux.from(statement.execute())
                                 .concatMap(result -> result.map((row, meta) -> {
                                     metrics.requeuedDuringLease(longValue(row.get(7, Long.class)));
-                                    Integer[] priorities = row.get(1, Integer[].class);
-                                    Long[] available = row.get(5, Long[].class);
-                                    cursors.claimed(plan, batch,
-                                            priorities == null ? new Integer[0] : priorities,
-                                            available == null ? new Long[0] : available,
+                                    ClaimedRows rows = ClaimedRows.inClaimOrder(row.get(0, String[].class),
+                                            row.get(1, Integer[].class), row.get(2, Integer[].class),
+                                            row.get(3, Integer[].class), row.get(5, Long[].class));
+                                    cursors.claimed(plan, batch, rows.priorities(), rows.availableMicros(),
                                             longValue(row.get(6, Long.class)));
-                                    return leased(
-                                            row.get(0, String[].class),
-                                            priorities,
-                                            row.get(2, Integer[].class),
-                                            row.get(3, Integer[].class),
-                                            longValue(row.get(4, Long.class)));
+                                    return leased(rows, longValue(row.get(4, Long.class)));
                                 }))
                                 .single();
                     })
@@ -440,15 +434,15 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                 .then();
     }
 
-    /** Decodes the claim's row; the arrays are null when nothing was leased. */
-    private Leased<K> leased(String @Nullable [] keys, Integer @Nullable [] priorities, Integer @Nullable [] attempts,
-            Integer @Nullable [] priorLeases, long completed) {
-        if (keys == null) {
+    /** Decodes the keys of the rows a claim leased, setting aside those the codec refuses. */
+    private Leased<K> leased(ClaimedRows rows, long completed) {
+        String[] keys = rows.keys();
+        Integer[] priorities = rows.priorities();
+        Integer[] attempts = rows.attempts();
+        Integer[] priorLeases = rows.priorLeases();
+        if (keys.length == 0) {
             return new Leased<>(List.of(), List.of(), List.of(), List.of(), completed);
         }
-        Objects.requireNonNull(priorities, "priorities");
-        Objects.requireNonNull(attempts, "attempts");
-        Objects.requireNonNull(priorLeases, "priorLeases");
         List<Item<K>> items = new ArrayList<>(keys.length);
         List<String> storedKeys = new ArrayList<>(keys.length);
         List<Integer> priors = new ArrayList<>(keys.length);

@@ -339,7 +339,7 @@ final class Sql {
 
     /**
      * The claim, as the CTEs {@code due} and {@code leased} and the select that returns the leased
-     * items as one row of parallel arrays in claim order (keys, priorities, attempts, the kind of
+     * items as one row of parallel arrays, aligned but not sorted (keys, priorities, attempts, the kind of
      * lease each row had before, {@link #PRIOR_LEASE_NONE} and its siblings; all null when nothing
      * was leased) plus, {@code afterCompleting}, how many items the completing
      * CTEs completed and re-armed (else 0). The LIMIT sits
@@ -348,14 +348,14 @@ final class Sql {
      *
      * <p>One row rather than a row per item: the driver's per-row path (a data row message through
      * its reactive pipeline, a codec lookup per column) cost more client CPU than the claim's SQL
-     * saved; each array decodes in one step. Every aggregate sorts by the same total order, so the
-     * arrays line up.
+     * saved; each array decodes in one step. The aggregates of one select see its rows in one
+     * sequence, so the arrays line up; the client sorts them into claim order.
      */
     private String claim(boolean afterCompleting, int cursorParameter) {
         // After completing ($5 the keys, "done" and "rearmed" the completing CTEs): skip the keys
         // being completed, gate the scan on "done", and report both counts.
         String extraDueCondition = afterCompleting
-                ? "AND NOT (item_key = ANY($5::text[])) AND (SELECT count(*) FROM done) >= 0" : "";
+                ? "AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0" : "";
         String completedCount = afterCompleting ? "(SELECT count(*) FROM done)" : "0::bigint";
         String rearmedCount = afterCompleting ? "(SELECT count(*) FROM rearmed)" : "0::bigint";
         String due = cursorParameter == 0
@@ -377,34 +377,35 @@ final class Sql {
                         + " AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond'",
                         "available_at, item_key").indent(8));
         return (due + """
+                -- One index scan of the primary key for the whole batch (the array is sorted and
+                -- walked once), whatever a generic plan estimates: joining "due" row by row would
+                -- also re-check each row against the array, quadratic in the batch.
                 leased AS (
                     UPDATE %1$s AS q
                     SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
                         attempts = q.attempts + 1
-                    FROM due
-                    WHERE q.queue_name = due.queue_name AND q.item_key = due.item_key
-                        -- Redundant, on purpose: a generic plan cannot see LIMIT $3 and would
-                        -- hash-join "due" against a scan of the whole table; this keeps the row
-                        -- lookups on the primary key whatever the estimates.
-                        AND q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+                    WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+                    RETURNING q.item_key, q.priority, q.attempts, q.available_at
+                )
+                -- In no particular order, but every array in the same one (one aggregation sees the
+                -- rows in one sequence): the client puts them in claim order, cheaper there than
+                -- a sort per array here.
+                SELECT
+                    array_agg(l.item_key) AS keys,
+                    array_agg(l.priority) AS priorities,
+                    array_agg(l.attempts) AS attempts,
                     -- What the row's lease was before: a lease after the epoch was a real one that
                     -- lapsed (this is a reclaim); a claim handed back undone restores it.
-                    RETURNING q.item_key, q.priority, q.attempts, q.available_at,
-                        CASE WHEN due.lease_until > 'epoch' THEN %7$d WHEN due.lease_until = %8$s THEN %9$d ELSE %10$d END
-                            AS prior_lease
-                )
-                SELECT
-                    array_agg(item_key ORDER BY %4$s) AS keys,
-                    array_agg(priority ORDER BY %4$s) AS priorities,
-                    array_agg(attempts ORDER BY %4$s) AS attempts,
-                    array_agg(prior_lease ORDER BY %4$s) AS prior_leases,
-                    %5$s AS completed,
+                    array_agg(CASE WHEN d.lease_until > 'epoch' THEN %6$d WHEN d.lease_until = %7$s THEN %8$d
+                        ELSE %9$d END) AS prior_leases,
+                    %4$s AS completed,
                     -- Where the claim ended, for the cursors: each item's availability, and now().
-                    array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint ORDER BY %4$s) AS available_us,
+                    array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
                     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
-                    %6$s AS rearmed
-                FROM leased
-                """).formatted(table, DUE, extraDueCondition, CLAIM_ORDER, completedCount, rearmedCount,
+                    %5$s AS rearmed
+                FROM leased AS l
+                JOIN due AS d ON d.item_key = l.item_key
+                """).formatted(table, DUE, extraDueCondition, completedCount, rearmedCount,
                 PRIOR_LEASE_LAPSED, HANDED_BACK, PRIOR_LEASE_HANDED_BACK, PRIOR_LEASE_NONE);
     }
 

@@ -108,14 +108,14 @@ final class Pgbench {
         LibrarySql sql = LibrarySql.forPrefix(PREFIX);
         List<String> problems = new ArrayList<>();
         String claim = normalize(sql.claimDue);
-        int finalSelect = claim.lastIndexOf("SELECT array_agg(item_key");
+        int finalSelect = claim.lastIndexOf("SELECT array_agg(l.item_key");
         String twoStatements = normalize(read(CLAIM_THEN_COMPLETE));
         expect(problems, CLAIM_THEN_COMPLETE, twoStatements, claim.substring(0, finalSelect), "claimDue (CTEs)");
         expect(problems, CLAIM_THEN_COMPLETE, twoStatements, claim.substring(finalSelect), "claimDue (final select)");
         expect(problems, CLAIM_THEN_COMPLETE, twoStatements, normalize(sql.completeKeys), "completeKeys");
 
         String cac = normalize(sql.completeAndClaim);
-        int cacSelect = cac.lastIndexOf("SELECT array_agg(item_key");
+        int cacSelect = cac.lastIndexOf("SELECT array_agg(l.item_key");
         String oneStatement = normalize(read(COMPLETE_AND_CLAIM));
         expect(problems, COMPLETE_AND_CLAIM, oneStatement, cac.substring(0, cacSelect), "completeAndClaim (CTEs)");
         expect(problems, COMPLETE_AND_CLAIM, oneStatement, cac.substring(cacSelect), "completeAndClaim (final select)");
