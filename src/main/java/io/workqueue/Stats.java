@@ -1,17 +1,148 @@
 package io.workqueue;
 
 import java.time.Duration;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
- * A health snapshot of one logical queue, read in one statement on the database clock.
+ * A health snapshot of one logical queue, read by {@link ReactiveWorkQueue#stats()} in one
+ * statement on the database clock: how many items are in each state, and how long the
+ * longest-waiting ready item has waited.
  *
- * @param pending        items not completed
- * @param ready          items a claim would hand out now (the claim's own predicate)
- * @param leased         pending items with a live lease
- * @param stalled        pending items out of attempts ({@code 0} when attempts are unlimited)
- * @param completed      completed items not yet reaped
- * @param oldestReadyAge how long the longest-waiting ready item has been claimable (available,
- *                       and any lease on it lapsed), {@link Duration#ZERO} when nothing is ready; the number to alert on, since depth alone cannot
- *                       tell a deep moving queue from a deep stuck one
+ * <p>Immutable and thread-safe. <b>Growth.</b> An output of the queue, free to gain counts: a final
+ * class, not a record, so that a later release can add an accessor without breaking code compiled
+ * against this one. The queue makes instances; {@link #of} exists for tests, fakes and mocks, and
+ * keeps its signature when counts are added (a new factory overload takes them, and {@code of}
+ * gives them a documented default). Equality is by value.
  */
-public record Stats(long pending, long ready, long leased, long stalled, long completed, Duration oldestReadyAge) {}
+public final class Stats {
+    private final long pending;
+    private final long ready;
+    private final long leased;
+    private final long stalled;
+    private final long completed;
+    private final Duration oldestReadyAge;
+
+    private Stats(long pending, long ready, long leased, long stalled, long completed, Duration oldestReadyAge) {
+        this.pending = pending;
+        this.ready = ready;
+        this.leased = leased;
+        this.stalled = stalled;
+        this.completed = completed;
+        this.oldestReadyAge = Objects.requireNonNull(oldestReadyAge, "oldestReadyAge");
+    }
+
+    /**
+     * A snapshot as {@link ReactiveWorkQueue#stats()} would emit it; for tests and for other
+     * implementations of {@link ReactiveWorkQueue}.
+     *
+     * @param pending        see {@link #pending()}
+     * @param ready          see {@link #ready()}
+     * @param leased         see {@link #leased()}
+     * @param stalled        see {@link #stalled()}
+     * @param completed      see {@link #completed()}
+     * @param oldestReadyAge see {@link #oldestReadyAge()}
+     * @return the snapshot
+     * @throws NullPointerException if {@code oldestReadyAge} is {@code null}
+     */
+    public static Stats of(long pending, long ready, long leased, long stalled, long completed,
+            Duration oldestReadyAge) {
+        return new Stats(pending, ready, leased, stalled, completed, oldestReadyAge);
+    }
+
+    /**
+     * Items not completed, whatever their state: the queue's depth.
+     *
+     * @return zero or more
+     */
+    public long pending() {
+        return pending;
+    }
+
+    /**
+     * Items a claim would hand out now, by the claim's own predicate: available, not leased (or
+     * the lease lapsed), and not out of attempts.
+     *
+     * @return zero or more, at most {@link #pending()}
+     */
+    public long ready() {
+        return ready;
+    }
+
+    /**
+     * Pending items with a live lease: work in progress.
+     *
+     * @return zero or more, at most {@link #pending()}
+     */
+    public long leased() {
+        return leased;
+    }
+
+    /**
+     * Pending items out of attempts ({@link WorkQueueConfig#maxAttempts()}), which no claim hands
+     * out again: poison items that need a human.
+     *
+     * @return zero or more; always 0 when attempts are unlimited
+     */
+    public long stalled() {
+        return stalled;
+    }
+
+    /**
+     * Completed items not yet reaped.
+     *
+     * @return zero or more
+     */
+    public long completed() {
+        return completed;
+    }
+
+    /**
+     * How long the longest-waiting ready item has been claimable (available, and any lease on it
+     * lapsed). The number to alert on, since depth alone cannot tell a deep moving queue from a
+     * deep stuck one.
+     *
+     * @return the age on the database clock; {@link Duration#ZERO} when nothing is ready
+     */
+    public Duration oldestReadyAge() {
+        return oldestReadyAge;
+    }
+
+    /**
+     * Whether {@code other} is a snapshot with the same counts and age.
+     *
+     * @param other any object, or {@code null}
+     * @return {@code true} if every property is equal
+     */
+    @Override
+    public boolean equals(@Nullable Object other) {
+        return other instanceof Stats that
+                && pending == that.pending
+                && ready == that.ready
+                && leased == that.leased
+                && stalled == that.stalled
+                && completed == that.completed
+                && oldestReadyAge.equals(that.oldestReadyAge);
+    }
+
+    /**
+     * A hash over every property, consistent with {@link #equals}.
+     *
+     * @return the hash code
+     */
+    @Override
+    public int hashCode() {
+        return Objects.hash(pending, ready, leased, stalled, completed, oldestReadyAge);
+    }
+
+    /**
+     * The snapshot's properties by name, for logs.
+     *
+     * @return {@code Stats[pending=..., ready=..., ...]}
+     */
+    @Override
+    public String toString() {
+        return "Stats[pending=" + pending + ", ready=" + ready + ", leased=" + leased + ", stalled=" + stalled
+                + ", completed=" + completed + ", oldestReadyAge=" + oldestReadyAge + "]";
+    }
+}

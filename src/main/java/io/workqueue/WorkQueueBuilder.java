@@ -5,55 +5,77 @@ import io.r2dbc.spi.ConnectionFactory;
 import io.workqueue.internal.MicrometerQueueMetrics;
 import io.workqueue.internal.QueueMetrics;
 import io.workqueue.postgres.PostgresWorkQueue;
-import java.util.Objects;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * Assembles a {@link ReactiveWorkQueue}. Obtain one from {@link ReactiveWorkQueue#builder}. Not
- * thread-safe; {@link #build()} validates everything synchronously and throws, unlike the queue's
- * own methods.
+ * Assembles a {@link ReactiveWorkQueue}: its connection factory, configuration, key codec, wakeup
+ * source, metrics and timer. Obtain one from {@link ReactiveWorkQueue#builder}.
+ *
+ * <p>Not thread-safe. Setters only record, and the last value given for a setting wins; a setter
+ * never throws. {@link #build()} checks everything synchronously and throws, unlike the queue's
+ * own methods: a missing or {@code null} setting is an {@link InvalidConfigException} naming it,
+ * like any other bad setting.
  *
  * @param <K> the key type
  */
 public final class WorkQueueBuilder<K> {
-    private final ConnectionFactory connectionFactory;
-    private final Class<K> keyType;
+    private final @Nullable ConnectionFactory connectionFactory;
+    private final @Nullable Class<K> keyType;
     private @Nullable WorkQueueConfig config;
     private @Nullable KeyCodec<K> keyCodec;
     private @Nullable Publisher<?> wakeups;
-    private Scheduler timer = Schedulers.parallel();
+    private @Nullable Scheduler timer = Schedulers.parallel();
     /** Held as {@code Object} so that this class never needs Micrometer unless a registry is given. */
     private @Nullable Object meterRegistry;
+    /** Optional settings given as {@code null}, by name: refused by build(), not by the setter. */
+    private final Map<String, String> refused = new LinkedHashMap<>();
 
-    WorkQueueBuilder(ConnectionFactory connectionFactory, Class<K> keyType) {
-        this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
-        this.keyType = Objects.requireNonNull(keyType, "keyType");
-    }
-
-    /** The queue's configuration; required. */
-    public WorkQueueBuilder<K> config(WorkQueueConfig config) {
-        this.config = Objects.requireNonNull(config, "config");
-        return this;
-    }
-
-    /** Overrides {@link KeyCodec#defaultFor} for the key type. */
-    public WorkQueueBuilder<K> keyCodec(KeyCodec<K> codec) {
-        this.keyCodec = Objects.requireNonNull(codec, "codec");
-        return this;
+    WorkQueueBuilder(@Nullable ConnectionFactory connectionFactory, @Nullable Class<K> keyType) {
+        this.connectionFactory = connectionFactory;
+        this.keyType = keyType;
     }
 
     /**
-     * A source of "there may be work" signals that ends {@link ReactiveWorkQueue#awaitWork} early;
-     * any element counts, its value is ignored. Typically a
+     * Sets the queue's configuration; required.
+     *
+     * @param config the configuration, from {@link WorkQueueConfig#builder}
+     * @return this builder
+     */
+    public WorkQueueBuilder<K> config(WorkQueueConfig config) {
+        this.config = config;
+        return given("config", config);
+    }
+
+    /**
+     * Sets the codec between keys and their stored form, overriding {@link KeyCodec#defaultFor}
+     * of the key type.
+     *
+     * @param codec the codec; deterministic and injective
+     * @return this builder
+     */
+    public WorkQueueBuilder<K> keyCodec(KeyCodec<K> codec) {
+        this.keyCodec = codec;
+        return given("keyCodec", codec);
+    }
+
+    /**
+     * Sets a source of "there may be work" signals that ends {@link ReactiveWorkQueue#awaitWork}
+     * early; any element counts, its value is ignored. Typically a
      * {@code PgNotificationListener}'s {@code wakeups()}. It is subscribed once, on the first wait,
-     * and its completion or error only stops wakeups (the poll still runs).
+     * and its completion or error only stops wakeups (the poll still runs). Without one, waits are
+     * plain delays.
+     *
+     * @param wakeups the wakeup source
+     * @return this builder
      */
     public WorkQueueBuilder<K> wakeups(Publisher<?> wakeups) {
-        this.wakeups = Objects.requireNonNull(wakeups, "wakeups");
-        return this;
+        this.wakeups = wakeups;
+        return given("wakeups", wakeups);
     }
 
     /**
@@ -61,35 +83,68 @@ public final class WorkQueueBuilder<K> {
      * queue's name. Micrometer is an optional dependency: without this call it need not be on the
      * classpath. Build one instance per queue name and registry: a second instance with the same
      * name shares the counters, but Micrometer keeps the first instance's gauges.
+     *
+     * @param registry where the meters are registered
+     * @return this builder
      */
     public WorkQueueBuilder<K> meterRegistry(MeterRegistry registry) {
-        this.meterRegistry = Objects.requireNonNull(registry, "registry");
-        return this;
+        this.meterRegistry = registry;
+        return given("meterRegistry", registry);
     }
 
     /**
-     * The scheduler for the queue's timers (poll delays, wake floor, claim back-off); default
-     * {@link Schedulers#parallel()}. Tests pass a virtual-time scheduler.
+     * Sets the scheduler for the queue's timers (poll delays, wake floor, claim back-off, write
+     * timeouts); default {@link Schedulers#parallel()}. Tests pass a virtual-time scheduler.
+     *
+     * @param timer the scheduler
+     * @return this builder
      */
     public WorkQueueBuilder<K> timer(Scheduler timer) {
-        this.timer = Objects.requireNonNull(timer, "timer");
+        this.timer = timer;
+        return given("timer", timer);
+    }
+
+    private WorkQueueBuilder<K> given(String setting, @Nullable Object value) {
+        if (value == null) {
+            refused.put(setting, setting + " must not be null but was null");
+        } else {
+            refused.remove(setting);
+        }
         return this;
     }
 
     /**
-     * The queue.
+     * Checks every setting and builds the queue. Reads the connection factory's metadata but does
+     * not connect: nothing touches the database until a method's publisher is subscribed.
      *
-     * @throws InvalidConfigException if no configuration was given
-     * @throws UnsupportedDialectException if the connection factory is not PostgreSQL
+     * @return the queue
+     * @throws InvalidConfigException if the connection factory, key type or configuration is
+     *                                missing, or a setting was given as {@code null}, naming it
+     * @throws UnsupportedDialectException if the connection factory is not PostgreSQL (pooled or
+     *                                     not)
      */
     public ReactiveWorkQueue<K> build() {
-        if (config == null) {
+        if (connectionFactory == null) {
+            throw new InvalidConfigException("connectionFactory must not be null but was null");
+        }
+        if (keyType == null) {
+            throw new InvalidConfigException("keyType must not be null but was null");
+        }
+        if (!refused.isEmpty()) {
+            throw new InvalidConfigException(refused.values().iterator().next());
+        }
+        WorkQueueConfig checked = config;
+        if (checked == null) {
             throw new InvalidConfigException("config is required: call config(WorkQueueConfig) before build()");
+        }
+        Scheduler scheduler = timer;
+        if (scheduler == null) {
+            throw new InvalidConfigException("timer must not be null but was null");
         }
         KeyCodec<K> codec = keyCodec != null ? keyCodec : KeyCodec.defaultFor(keyType);
         QueueMetrics metrics = meterRegistry == null
                 ? QueueMetrics.NONE
-                : MicrometerQueueMetrics.forRegistry(meterRegistry, config.name());
-        return PostgresWorkQueue.create(connectionFactory, config, codec, wakeups, timer, metrics);
+                : MicrometerQueueMetrics.forRegistry(meterRegistry, checked.name());
+        return PostgresWorkQueue.create(connectionFactory, checked, codec, wakeups, scheduler, metrics);
     }
 }

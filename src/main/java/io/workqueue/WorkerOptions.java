@@ -4,89 +4,222 @@ import io.workqueue.internal.Durations;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.function.IntFunction;
+import org.jspecify.annotations.Nullable;
 
 /**
- * How a worker started by {@link ReactiveWorkQueue#process} runs. Immutable; the canonical
- * constructor (and so {@link Builder#build()}) refuses bad values with an
- * {@link InvalidConfigException} naming the field. A lease or poll longer than
- * {@link ReactiveWorkQueue#MAX_DURATION} means "forever" and is stored as {@code MAX_DURATION}.
+ * The settings of one worker started by {@link ReactiveWorkQueue#process}: how many handlers run
+ * at once, the lease each claim takes, how long to wait when the queue is empty, how much one claim
+ * asks for, and how long a failed item waits before it is due again.
  *
- * @param concurrency how many handlers may run at once, which is also the most leases the worker
- *                    holds; at least 1
- * @param lease       the lease each claim takes; positive, at most
- *                    {@link ReactiveWorkQueue#MAX_DURATION}. Longer than a handler's worst case:
- *                    a handler still running when its lease ends is cancelled (its item has
- *                    lapsed and is handed out again), and its slot freed
- * @param poll        how long to wait for a wakeup after a claim comes back short; positive, at
- *                    most {@link ReactiveWorkQueue#MAX_DURATION}
- * @param claimBatch  the most items one claim asks for (never more than the free handler slots);
- *                    at least 1
- * @param backoff     the delay before a failed item is due again, given its attempts so far
- *                    (1 after the first claim); negative means now. A function that throws or
- *                    returns null is replaced for that item by {@link #exponentialBackoff}, and
- *                    the item is still released
+ * <p>Immutable and thread-safe (as long as the back-off function is). Every instance is valid:
+ * {@link Builder#build()} refuses a bad value with an {@link InvalidConfigException} that names the
+ * field and the value. A lease or poll longer than {@link ReactiveWorkQueue#MAX_DURATION} means
+ * "forever" and is stored as {@code MAX_DURATION}.
+ *
+ * <p><b>Growth.</b> A final class built only through {@link #builder()} (or {@link #toBuilder()}),
+ * never through a constructor, so that a later release can add a setting without breaking code
+ * compiled against this one. Equality is by value; the back-off function compares by identity.
  */
-public record WorkerOptions(int concurrency, Duration lease, Duration poll, int claimBatch,
-        IntFunction<Duration> backoff) {
+public final class WorkerOptions {
 
-    /** Validates every field, and caps the lease and poll at {@link ReactiveWorkQueue#MAX_DURATION}. */
-    public WorkerOptions {
-        if (concurrency < 1) {
-            throw new InvalidConfigException("concurrency must be at least 1 but was " + concurrency);
+    private static final int DEFAULT_CONCURRENCY = 16;
+    private static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
+    private static final Duration DEFAULT_POLL = Duration.ofSeconds(1);
+    private static final int DEFAULT_CLAIM_BATCH = 100;
+    private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
+
+    private final int concurrency;
+    private final Duration lease;
+    private final Duration poll;
+    private final int claimBatch;
+    private final IntFunction<Duration> backoff;
+
+    /** Validates the builder's values and caps the lease and poll; the only way an instance is made. */
+    private WorkerOptions(Builder b) {
+        if (b.concurrency < 1) {
+            throw new InvalidConfigException("concurrency must be at least 1 but was " + b.concurrency);
         }
-        requirePositive("lease", lease);
-        requirePositive("poll", poll);
-        lease = Durations.capped(lease);
-        poll = Durations.capped(poll);
-        if (claimBatch < 1) {
-            throw new InvalidConfigException("claimBatch must be at least 1 but was " + claimBatch);
+        this.concurrency = b.concurrency;
+        this.lease = Durations.capped(requirePositive("lease", b.lease));
+        this.poll = Durations.capped(requirePositive("poll", b.poll));
+        if (b.claimBatch < 1) {
+            throw new InvalidConfigException("claimBatch must be at least 1 but was " + b.claimBatch);
         }
-        if (backoff == null) {
-            throw new InvalidConfigException("backoff must not be null");
+        this.claimBatch = b.claimBatch;
+        IntFunction<Duration> function = b.backoff;
+        if (function == null) {
+            throw new InvalidConfigException("backoff must not be null but was null; the default is"
+                    + " WorkerOptions::exponentialBackoff");
         }
+        this.backoff = function;
     }
 
     /**
-     * Starts from the defaults: concurrency 16, lease 30 s, poll 1 s, claim batch 100, and a back-off
-     * of one second doubling with each attempt up to five minutes.
+     * Starts a builder from the defaults: concurrency 16, lease 30 s, poll 1 s, claim batch 100,
+     * and {@link #exponentialBackoff} (one second doubling with each attempt up to five minutes).
+     *
+     * @return a new builder
      */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** The default back-off: 1 s, 2 s, 4 s, ... capped at 5 minutes. */
+    /**
+     * Starts a builder holding every setting of these options, to derive others from them.
+     *
+     * @return a new builder; changing it does not change these options
+     */
+    public Builder toBuilder() {
+        Builder builder = new Builder();
+        builder.concurrency = concurrency;
+        builder.lease = lease;
+        builder.poll = poll;
+        builder.claimBatch = claimBatch;
+        builder.backoff = backoff;
+        return builder;
+    }
+
+    /**
+     * The default back-off: one second after the first attempt, doubling with each attempt after
+     * that (2 s, 4 s, ...), never more than five minutes.
+     *
+     * @param attempts the item's claims so far, this one included (1 after the first claim);
+     *                 zero or less is taken as 1
+     * @return the delay before the item is due again, between one second and five minutes
+     */
     public static Duration exponentialBackoff(int attempts) {
         int exponent = Math.max(0, Math.min(attempts - 1, 16));
         Duration delay = Duration.ofSeconds(1L << exponent);
-        Duration cap = Duration.ofMinutes(5);
-        return delay.compareTo(cap) > 0 ? cap : delay;
+        return delay.compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : delay;
     }
 
-    private static void requirePositive(String field, Duration value) {
+    /**
+     * How many handlers may run at once, which is also the most leases the worker holds.
+     *
+     * @return at least 1; 16 by default
+     */
+    public int concurrency() {
+        return concurrency;
+    }
+
+    /**
+     * The lease each claim takes. Make it longer than a handler's worst case: a handler still
+     * running when its lease ends is cancelled (its item has lapsed and is handed out again), and
+     * its slot freed.
+     *
+     * @return positive, at most {@link ReactiveWorkQueue#MAX_DURATION}; 30 seconds by default
+     */
+    public Duration lease() {
+        return lease;
+    }
+
+    /**
+     * How long the worker waits for a wakeup after a claim comes back short, before claiming
+     * again.
+     *
+     * @return positive, at most {@link ReactiveWorkQueue#MAX_DURATION}; one second by default
+     */
+    public Duration poll() {
+        return poll;
+    }
+
+    /**
+     * The most items one claim asks for; a claim never asks for more than the free handler slots.
+     *
+     * @return at least 1; 100 by default
+     */
+    public int claimBatch() {
+        return claimBatch;
+    }
+
+    /**
+     * The delay before a failed item is due again, as a function of its attempts so far (1 after
+     * the first claim); a negative delay means now. A function that throws or returns
+     * {@code null} is replaced for that item by {@link #exponentialBackoff}, and the item is still
+     * released.
+     *
+     * @return the back-off function; {@link #exponentialBackoff} by default
+     */
+    public IntFunction<Duration> backoff() {
+        return backoff;
+    }
+
+    /**
+     * Whether {@code other} holds the same settings (the same back-off function instance).
+     *
+     * @param other any object, or {@code null}
+     * @return {@code true} if every setting is equal
+     */
+    @Override
+    public boolean equals(@Nullable Object other) {
+        return other instanceof WorkerOptions that
+                && concurrency == that.concurrency
+                && lease.equals(that.lease)
+                && poll.equals(that.poll)
+                && claimBatch == that.claimBatch
+                && backoff.equals(that.backoff);
+    }
+
+    /**
+     * A hash over every setting, consistent with {@link #equals}.
+     *
+     * @return the hash code
+     */
+    @Override
+    public int hashCode() {
+        return Objects.hash(concurrency, lease, poll, claimBatch, backoff);
+    }
+
+    /**
+     * Every setting by name, for logs.
+     *
+     * @return {@code WorkerOptions[concurrency=..., lease=..., ...]}
+     */
+    @Override
+    public String toString() {
+        return "WorkerOptions[concurrency=" + concurrency + ", lease=" + lease + ", poll=" + poll
+                + ", claimBatch=" + claimBatch + ", backoff=" + backoff + "]";
+    }
+
+    private static Duration requirePositive(String field, @Nullable Duration value) {
         if (value == null || value.isZero() || value.isNegative()) {
             throw new InvalidConfigException(field + " must be positive but was " + value);
         }
+        return value;
     }
 
-    /** Collects {@link WorkerOptions}. Not thread-safe. */
+    /**
+     * Collects the settings of {@link WorkerOptions}, starting from the defaults. Not thread-safe.
+     * Setters only record, and the last value given for a setting wins; every value is checked by
+     * {@link #build()}, which throws {@link InvalidConfigException} for the first one out of
+     * range, naming it and its value. A setter never throws.
+     */
     public static final class Builder {
-        private int concurrency = 16;
-        private Duration lease = Duration.ofSeconds(30);
-        private Duration poll = Duration.ofSeconds(1);
-        private int claimBatch = 100;
-        private IntFunction<Duration> backoff = WorkerOptions::exponentialBackoff;
+        private int concurrency = DEFAULT_CONCURRENCY;
+        private @Nullable Duration lease = DEFAULT_LEASE;
+        private @Nullable Duration poll = DEFAULT_POLL;
+        private int claimBatch = DEFAULT_CLAIM_BATCH;
+        private @Nullable IntFunction<Duration> backoff = WorkerOptions::exponentialBackoff;
 
         private Builder() {}
 
-        /** Handlers running at once; default 16. */
+        /**
+         * Sets how many handlers run at once (and so the most leases held); default 16, at least 1.
+         *
+         * @param concurrency handlers running at once
+         * @return this builder
+         */
         public Builder concurrency(int concurrency) {
             this.concurrency = concurrency;
             return this;
         }
 
         /**
-         * Lease per claim; default 30 s. Longer than {@link ReactiveWorkQueue#MAX_DURATION} is taken
-         * as {@code MAX_DURATION}.
+         * Sets the lease each claim takes; default 30 s, positive. Longer than
+         * {@link ReactiveWorkQueue#MAX_DURATION} is taken as {@code MAX_DURATION}.
+         *
+         * @param lease the lease per claim
+         * @return this builder
          */
         public Builder lease(Duration lease) {
             this.lease = lease;
@@ -94,33 +227,49 @@ public record WorkerOptions(int concurrency, Duration lease, Duration poll, int 
         }
 
         /**
-         * Wait after a short claim; default 1 s. Longer than {@link ReactiveWorkQueue#MAX_DURATION}
-         * is taken as {@code MAX_DURATION}.
+         * Sets the wait for a wakeup after a short claim; default 1 s, positive. Longer than
+         * {@link ReactiveWorkQueue#MAX_DURATION} is taken as {@code MAX_DURATION}.
+         *
+         * @param poll the longest wait between claims on an empty queue
+         * @return this builder
          */
         public Builder poll(Duration poll) {
             this.poll = poll;
             return this;
         }
 
-        /** Most items per claim; default 100. */
+        /**
+         * Sets the most items one claim asks for; default 100, at least 1.
+         *
+         * @param claimBatch the most items per claim
+         * @return this builder
+         */
         public Builder claimBatch(int claimBatch) {
             this.claimBatch = claimBatch;
             return this;
         }
 
-        /** Delay before a failed item is due again, by attempts; default {@link #exponentialBackoff}. */
+        /**
+         * Sets the delay before a failed item is due again, by its attempts; default
+         * {@link WorkerOptions#exponentialBackoff}. See {@link WorkerOptions#backoff()}.
+         *
+         * @param backoff from attempts (1 after the first claim) to delay; never {@code null}
+         * @return this builder
+         */
         public Builder backoff(IntFunction<Duration> backoff) {
-            this.backoff = Objects.requireNonNull(backoff, "backoff");
+            this.backoff = backoff;
             return this;
         }
 
         /**
-         * The options.
+         * Checks every setting and returns the options. Can be called again, after more setters,
+         * for other options.
          *
-         * @throws InvalidConfigException naming the first field out of range
+         * @return valid options
+         * @throws InvalidConfigException naming the first setting out of range and its value
          */
         public WorkerOptions build() {
-            return new WorkerOptions(concurrency, lease, poll, claimBatch, backoff);
+            return new WorkerOptions(this);
         }
     }
 }

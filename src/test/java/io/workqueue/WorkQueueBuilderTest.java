@@ -1,5 +1,6 @@
 package io.workqueue;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,7 +11,12 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryMetadata;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
 
@@ -108,5 +114,54 @@ class WorkQueueBuilderTest {
         queue.reap();
 
         assertEquals(0, postgres.creates.get(), "every publisher is cold");
+    }
+
+    // ------------------------------------------------------------------ one exception type per rule
+
+    static Stream<Arguments> nullSettings() {
+        NamedFactory postgres = new NamedFactory("PostgreSQL");
+        return Stream.of(
+                Arguments.of("connectionFactory", (Supplier<WorkQueueBuilder<String>>)
+                        () -> ReactiveWorkQueue.builder(null, String.class).config(config())),
+                Arguments.of("keyType", (Supplier<WorkQueueBuilder<String>>)
+                        () -> ReactiveWorkQueue.<String>builder(postgres, null).config(config())),
+                Arguments.of("config", (Supplier<WorkQueueBuilder<String>>)
+                        () -> ReactiveWorkQueue.builder(postgres, String.class).config(null)),
+                Arguments.of("keyCodec", (Supplier<WorkQueueBuilder<String>>)
+                        () -> ReactiveWorkQueue.builder(postgres, String.class).config(config()).keyCodec(null)),
+                Arguments.of("wakeups", (Supplier<WorkQueueBuilder<String>>)
+                        () -> ReactiveWorkQueue.builder(postgres, String.class).config(config()).wakeups(null)),
+                Arguments.of("meterRegistry", (Supplier<WorkQueueBuilder<String>>)
+                        () -> ReactiveWorkQueue.builder(postgres, String.class).config(config()).meterRegistry(null)),
+                Arguments.of("timer", (Supplier<WorkQueueBuilder<String>>)
+                        () -> ReactiveWorkQueue.builder(postgres, String.class).config(config()).timer(null)));
+    }
+
+    /**
+     * A {@code null} setting is a bad setting like any other: an {@link InvalidConfigException}
+     * from {@code build()} naming it, never a {@code NullPointerException} from the setter (as every
+     * one of these used to be), and never silently replaced by the default.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("nullSettings")
+    void aNullSettingIsAnInvalidConfigExceptionFromBuildNamingIt(String setting,
+            Supplier<WorkQueueBuilder<String>> givenNull) {
+        WorkQueueBuilder<String> builder = assertDoesNotThrow(givenNull::get, "a setter records; build() checks");
+
+        InvalidConfigException e = assertThrows(InvalidConfigException.class, builder::build);
+
+        assertTrue(e.getMessage().contains(setting) && e.getMessage().contains("null"), e.getMessage());
+    }
+
+    @Test
+    void aLaterValueReplacesANullOne() {
+        NamedFactory postgres = new NamedFactory("PostgreSQL");
+        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(postgres, String.class)
+                .config(null).config(config())
+                .keyCodec(null).keyCodec(KeyCodec.defaultFor(String.class))
+                .timer(null).timer(reactor.core.scheduler.Schedulers.parallel())
+                .build();
+
+        assertEquals("builder-test", queue.name());
     }
 }

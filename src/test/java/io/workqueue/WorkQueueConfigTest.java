@@ -3,10 +3,12 @@ package io.workqueue;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -44,7 +46,7 @@ class WorkQueueConfigTest {
         assertEquals(1000, config.reapBatchSize());
         assertEquals(3, config.writeAttempts());
         assertEquals(Duration.ofMillis(100), config.minWakeInterval());
-        assertEquals(Duration.ofSeconds(10), config.enqueueTimeout());
+        assertEquals(Duration.ofSeconds(10), config.writeTimeout());
         assertFalse(config.deleteOnComplete(), "completed rows are kept until reaped unless asked otherwise");
         assertEquals(10_000, config.maxWriteBatch());
         assertEquals(Duration.ofMinutes(5), config.horizonWarning());
@@ -61,37 +63,109 @@ class WorkQueueConfigTest {
                 .reapBatchSize(1)
                 .writeAttempts(1)
                 .minWakeInterval(Duration.ofMillis(1))
-                .enqueueTimeout(Duration.ofMillis(250))
+                .writeTimeout(Duration.ofMillis(250))
                 .deleteOnComplete(true)
                 .maxWriteBatch(7)
                 .horizonWarning(Duration.ofSeconds(1))
                 .build();
-        assertEquals(new WorkQueueConfig("emails", "ddb", "work_ready", Duration.ofSeconds(1), 5, 1, 1, 1,
-                Duration.ofMillis(1), Duration.ofMillis(250), true, 7, Duration.ofSeconds(1)), config);
+        assertEquals("emails", config.name());
+        assertEquals("ddb", config.tablePrefix());
+        assertEquals("work_ready", config.notifyChannel());
+        assertEquals(Duration.ofSeconds(1), config.retention());
+        assertEquals(5, config.maxAttempts());
+        assertEquals(1, config.maxClaimBatch());
+        assertEquals(1, config.reapBatchSize());
+        assertEquals(1, config.writeAttempts());
+        assertEquals(Duration.ofMillis(1), config.minWakeInterval());
+        assertEquals(Duration.ofMillis(250), config.writeTimeout());
+        assertTrue(config.deleteOnComplete());
+        assertEquals(7, config.maxWriteBatch());
+        assertEquals(Duration.ofSeconds(1), config.horizonWarning());
         assertEquals(config, config.toBuilder().build());
+        assertEquals(config.hashCode(), config.toBuilder().build().hashCode());
     }
 
     @Test
-    @SuppressWarnings("deprecation") // the point: the older constructor still compiles and works
-    void theTwelveFieldConstructorStillWorksWithTheDefaultHorizonWarning() {
-        WorkQueueConfig config = new WorkQueueConfig("emails", "ddb", "", Duration.ofSeconds(1), 5, 1, 1, 1,
-                Duration.ofMillis(1), Duration.ofMillis(250), true, 7);
-        assertEquals(builder().tablePrefix("ddb").retention(Duration.ofSeconds(1)).maxAttempts(5).maxClaimBatch(1)
-                .reapBatchSize(1).writeAttempts(1).minWakeInterval(Duration.ofMillis(1))
-                .enqueueTimeout(Duration.ofMillis(250)).deleteOnComplete(true).maxWriteBatch(7).build(), config);
+    void equalityIsByValueOverEverySetting() {
+        WorkQueueConfig config = builder().build();
+        assertEquals(config, builder().build());
+        assertEquals(config.hashCode(), builder().build().hashCode());
+        List<UnaryOperator<WorkQueueConfig.Builder>> changes = List.of(
+                b -> b.tablePrefix("ddb"), b -> b.notifyChannel("work_ready"), b -> b.retention(Duration.ofSeconds(2)),
+                b -> b.maxAttempts(1), b -> b.maxClaimBatch(2), b -> b.reapBatchSize(2), b -> b.writeAttempts(2),
+                b -> b.minWakeInterval(Duration.ofMillis(2)), b -> b.writeTimeout(Duration.ofSeconds(2)),
+                b -> b.deleteOnComplete(true), b -> b.maxWriteBatch(2), b -> b.horizonWarning(Duration.ofSeconds(2)));
+        for (UnaryOperator<WorkQueueConfig.Builder> change : changes) {
+            WorkQueueConfig changed = change.apply(builder()).build();
+            assertNotEquals(config, changed, changed::toString);
+            assertEquals(changed, change.apply(config.toBuilder()).build(), "toBuilder starts from every setting");
+        }
+        assertNotEquals(config, WorkQueueConfig.builder("other").build());
     }
 
     @Test
-    @SuppressWarnings("deprecation") // the point: the older constructor still compiles and works
-    void theElevenFieldConstructorStillWorksWithTheDefaultWriteBatch() {
-        WorkQueueConfig config = new WorkQueueConfig("emails", "ddb", "work_ready", Duration.ofSeconds(1), 5, 1, 1, 1,
-                Duration.ofMillis(1), Duration.ofMillis(250), true);
-        assertEquals(builder().tablePrefix("ddb").notifyChannel("work_ready").retention(Duration.ofSeconds(1))
-                .maxAttempts(5).maxClaimBatch(1).reapBatchSize(1).writeAttempts(1).minWakeInterval(Duration.ofMillis(1))
-                .enqueueTimeout(Duration.ofMillis(250)).deleteOnComplete(true).build(), config);
-        assertMentions(assertThrows(InvalidConfigException.class, () -> new WorkQueueConfig(
-                "q", "", "", Duration.ofHours(1), 0, 0, 1, 3, Duration.ofMillis(100), Duration.ofSeconds(10), false)),
-                "maxClaimBatch", "0");
+    void toStringNamesEverySetting() {
+        String text = builder().tablePrefix("ddb").writeTimeout(Duration.ofMillis(250)).build().toString();
+        for (String part : List.of("name=emails", "tablePrefix=ddb", "notifyChannel=", "retention=PT24H",
+                "maxAttempts=0", "maxClaimBatch=500", "reapBatchSize=1000", "writeAttempts=3",
+                "minWakeInterval=PT0.1S", "writeTimeout=PT0.25S", "deleteOnComplete=false", "maxWriteBatch=10000",
+                "horizonWarning=PT5M")) {
+            assertTrue(text.contains(part), () -> text + " should contain " + part);
+        }
+    }
+
+    @Test
+    void aBuilderCanBeReusedAndChangingItLeavesBuiltConfigsAlone() {
+        WorkQueueConfig.Builder builder = builder().maxClaimBatch(10);
+        WorkQueueConfig first = builder.build();
+        WorkQueueConfig second = builder.maxClaimBatch(20).build();
+        assertEquals(10, first.maxClaimBatch());
+        assertEquals(20, second.maxClaimBatch());
+        WorkQueueConfig.Builder derived = first.toBuilder();
+        derived.maxClaimBatch(30);
+        assertEquals(10, first.maxClaimBatch());
+    }
+
+    @Test
+    void theLastValueGivenWinsSoALaterGoodValueRepairsAnEarlierBadOne() {
+        assertEquals(5, builder().maxClaimBatch(0).maxClaimBatch(5).build().maxClaimBatch());
+        assertEquals(Duration.ofSeconds(3), builder().retention(null).retention(Duration.ofSeconds(3)).build().retention());
+    }
+
+    // ------------------------------------------------------------------ writeTimeout and its old name
+
+    @Test
+    @SuppressWarnings("deprecation") // the point: the old name still compiles and means the same setting
+    void enqueueTimeoutIsAnAliasOfWriteTimeout() {
+        WorkQueueConfig viaOldName = builder().enqueueTimeout(Duration.ofMillis(250)).build();
+        WorkQueueConfig viaNewName = builder().writeTimeout(Duration.ofMillis(250)).build();
+        assertEquals(viaNewName, viaOldName);
+        assertEquals(Duration.ofMillis(250), viaOldName.writeTimeout());
+        assertEquals(Duration.ofMillis(250), viaOldName.enqueueTimeout());
+        assertEquals(Duration.ofMillis(250), viaNewName.enqueueTimeout());
+        assertEquals(Duration.ofSeconds(10), builder().build().enqueueTimeout(), "the same default");
+        assertEquals(Duration.ofSeconds(2),
+                builder().enqueueTimeout(Duration.ofSeconds(1)).writeTimeout(Duration.ofSeconds(2)).build().writeTimeout(),
+                "one setting: the last call wins, whichever name it used");
+        assertEquals(Duration.ofSeconds(1),
+                builder().writeTimeout(Duration.ofSeconds(2)).enqueueTimeout(Duration.ofSeconds(1)).build().writeTimeout());
+    }
+
+    @Test
+    @SuppressWarnings("deprecation")
+    void aRefusedTimeoutIsNamedAsTheCallerNamedIt() {
+        assertMentions(refused(b -> b.enqueueTimeout(Duration.ZERO)), "enqueueTimeout", "PT0S");
+        assertMentions(refused(b -> b.writeTimeout(Duration.ZERO)), "writeTimeout", "PT0S");
+        assertMentions(refused(b -> b.enqueueTimeout(Duration.ZERO).writeTimeout(null)), "writeTimeout", "null");
+    }
+
+    @Test
+    @SuppressWarnings("deprecation")
+    void theOldAccessorIsDeprecatedAndTheNewOneIsNot() throws NoSuchMethodException {
+        assertTrue(WorkQueueConfig.class.getMethod("enqueueTimeout").isAnnotationPresent(Deprecated.class));
+        assertTrue(WorkQueueConfig.Builder.class.getMethod("enqueueTimeout", Duration.class)
+                .isAnnotationPresent(Deprecated.class));
+        assertFalse(WorkQueueConfig.class.getMethod("writeTimeout").isAnnotationPresent(Deprecated.class));
     }
 
     @Test
@@ -162,7 +236,7 @@ class WorkQueueConfigTest {
                 Arguments.of("reapBatchSize", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.reapBatchSize(1)),
                 Arguments.of("writeAttempts", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.writeAttempts(1)),
                 Arguments.of("minWakeInterval", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(Duration.ofMillis(1))),
-                Arguments.of("enqueueTimeout", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ofNanos(1))),
+                Arguments.of("writeTimeout", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.writeTimeout(Duration.ofNanos(1))),
                 Arguments.of("maxWriteBatch", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(1)),
                 Arguments.of("horizonWarning", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.horizonWarning(Duration.ofSeconds(1))));
     }
@@ -187,9 +261,9 @@ class WorkQueueConfigTest {
                 Arguments.of("minWakeInterval", "PT0.000999S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(Duration.ofNanos(999_000))),
                 Arguments.of("minWakeInterval", "PT0S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(Duration.ZERO)),
                 Arguments.of("minWakeInterval", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.minWakeInterval(null)),
-                Arguments.of("enqueueTimeout", "PT0S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ZERO)),
-                Arguments.of("enqueueTimeout", "PT-1S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(Duration.ofSeconds(-1))),
-                Arguments.of("enqueueTimeout", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.enqueueTimeout(null)),
+                Arguments.of("writeTimeout", "PT0S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.writeTimeout(Duration.ZERO)),
+                Arguments.of("writeTimeout", "PT-1S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.writeTimeout(Duration.ofSeconds(-1))),
+                Arguments.of("writeTimeout", "null", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.writeTimeout(null)),
                 Arguments.of("maxWriteBatch", "0", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(0)),
                 Arguments.of("maxWriteBatch", "-1", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.maxWriteBatch(-1)),
                 Arguments.of("horizonWarning", "PT0.999S", (UnaryOperator<WorkQueueConfig.Builder>) b -> b.horizonWarning(Duration.ofMillis(999))),
@@ -211,23 +285,23 @@ class WorkQueueConfigTest {
     @ParameterizedTest
     @MethodSource("longerThanTheCap")
     void aDurationLongerThanTheCapIsTheCap(Duration forever) {
-        WorkQueueConfig config = builder().retention(forever).minWakeInterval(forever).enqueueTimeout(forever).build();
+        WorkQueueConfig config = builder().retention(forever).minWakeInterval(forever).writeTimeout(forever)
+                .horizonWarning(forever).build();
 
         assertEquals(ReactiveWorkQueue.MAX_DURATION, config.retention());
         assertEquals(ReactiveWorkQueue.MAX_DURATION, config.minWakeInterval());
-        assertEquals(ReactiveWorkQueue.MAX_DURATION, config.enqueueTimeout());
+        assertEquals(ReactiveWorkQueue.MAX_DURATION, config.writeTimeout());
+        assertEquals(ReactiveWorkQueue.MAX_DURATION, config.horizonWarning());
         assertEquals(config, config.toBuilder().build());
-        assertEquals(config, new WorkQueueConfig("emails", "", "", forever, 0, 500, 1000, 3, forever, forever, false),
-                "the canonical constructor caps too");
     }
 
     @Test
     void theCapItselfIsKept() {
         Duration max = ReactiveWorkQueue.MAX_DURATION;
-        WorkQueueConfig config = builder().retention(max).minWakeInterval(max).enqueueTimeout(max).build();
+        WorkQueueConfig config = builder().retention(max).minWakeInterval(max).writeTimeout(max).build();
         assertEquals(max, config.retention());
         assertEquals(max, config.minWakeInterval());
-        assertEquals(max, config.enqueueTimeout());
+        assertEquals(max, config.writeTimeout());
     }
 
     @Test
@@ -236,10 +310,10 @@ class WorkQueueConfigTest {
     }
 
     @Test
-    void theCanonicalConstructorValidatesToo() {
-        InvalidConfigException e = assertThrows(InvalidConfigException.class, () -> new WorkQueueConfig(
-                "q", "", "", Duration.ofHours(1), 0, 500, 0, 3, Duration.ofMillis(100), Duration.ofSeconds(10), false, 1));
-        assertMentions(e, "reapBatchSize", "0");
+    void noSetterThrowsWhateverItIsGivenBecauseBuildChecksEverything() {
+        assertDoesNotThrow(() -> WorkQueueConfig.builder(null).tablePrefix(null).notifyChannel(null).retention(null)
+                .maxAttempts(-1).maxClaimBatch(0).reapBatchSize(0).writeAttempts(0).minWakeInterval(null)
+                .writeTimeout(null).maxWriteBatch(0).horizonWarning(null));
     }
 
     // ------------------------------------------------------------------ notifyChannel

@@ -1,12 +1,20 @@
 package io.workqueue;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.function.IntFunction;
+import java.util.function.UnaryOperator;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 class WorkerOptionsTest {
@@ -23,9 +31,7 @@ class WorkerOptionsTest {
 
         assertEquals(ReactiveWorkQueue.MAX_DURATION, options.lease());
         assertEquals(ReactiveWorkQueue.MAX_DURATION, options.poll());
-        WorkerOptions direct = new WorkerOptions(1, forever, forever, 1, WorkerOptions::exponentialBackoff);
-        assertEquals(ReactiveWorkQueue.MAX_DURATION, direct.lease());
-        assertEquals(ReactiveWorkQueue.MAX_DURATION, direct.poll());
+        assertEquals(options, options.toBuilder().build(), "a capped value survives the round trip");
     }
 
     @Test
@@ -33,6 +39,79 @@ class WorkerOptionsTest {
         for (Duration bad : List.of(Duration.ZERO, Duration.ofNanos(-1), Duration.ofSeconds(Long.MIN_VALUE))) {
             assertThrows(InvalidConfigException.class, () -> WorkerOptions.builder().lease(bad).build(), bad::toString);
             assertThrows(InvalidConfigException.class, () -> WorkerOptions.builder().poll(bad).build(), bad::toString);
+        }
+    }
+
+    @Test
+    void theDefaultsAreThoseOfTheJavadoc() {
+        WorkerOptions options = WorkerOptions.builder().build();
+        assertEquals(16, options.concurrency());
+        assertEquals(Duration.ofSeconds(30), options.lease());
+        assertEquals(Duration.ofSeconds(1), options.poll());
+        assertEquals(100, options.claimBatch());
+        for (int attempts = 0; attempts < 40; attempts++) {
+            assertEquals(WorkerOptions.exponentialBackoff(attempts), options.backoff().apply(attempts));
+        }
+    }
+
+    // ------------------------------------------------------------------ one exception type per rule
+
+    static Stream<Arguments> badSettings() {
+        return Stream.of(
+                Arguments.of("concurrency", "0", (UnaryOperator<WorkerOptions.Builder>) b -> b.concurrency(0)),
+                Arguments.of("concurrency", "-1", (UnaryOperator<WorkerOptions.Builder>) b -> b.concurrency(-1)),
+                Arguments.of("lease", "PT0S", (UnaryOperator<WorkerOptions.Builder>) b -> b.lease(Duration.ZERO)),
+                Arguments.of("lease", "null", (UnaryOperator<WorkerOptions.Builder>) b -> b.lease(null)),
+                Arguments.of("poll", "PT-1S", (UnaryOperator<WorkerOptions.Builder>) b -> b.poll(Duration.ofSeconds(-1))),
+                Arguments.of("poll", "null", (UnaryOperator<WorkerOptions.Builder>) b -> b.poll(null)),
+                Arguments.of("claimBatch", "0", (UnaryOperator<WorkerOptions.Builder>) b -> b.claimBatch(0)),
+                Arguments.of("backoff", "null", (UnaryOperator<WorkerOptions.Builder>) b -> b.backoff(null)));
+    }
+
+    /**
+     * Every bad setting is an {@link InvalidConfigException} from {@code build()}, whichever setter
+     * gave it: {@code backoff(null)} used to throw {@code NullPointerException} from the setter while
+     * the same null given any other way was an {@code InvalidConfigException}.
+     */
+    @ParameterizedTest(name = "{0} = {1}")
+    @MethodSource("badSettings")
+    void aBadSettingIsAnInvalidConfigExceptionFromBuildNamingTheFieldAndTheValue(
+            String field, String value, UnaryOperator<WorkerOptions.Builder> change) {
+        WorkerOptions.Builder builder = assertDoesNotThrow(() -> change.apply(WorkerOptions.builder()),
+                "a setter records; build() checks");
+        InvalidConfigException e = assertThrows(InvalidConfigException.class, builder::build);
+        assertTrue(e.getMessage().contains(field) && e.getMessage().contains(value),
+                () -> "message should name " + field + " and " + value + ": " + e.getMessage());
+    }
+
+    @Test
+    void theLastValueGivenWins() {
+        IntFunction<Duration> fixed = attempts -> Duration.ofSeconds(7);
+        WorkerOptions options = WorkerOptions.builder().backoff(null).backoff(fixed).concurrency(0).concurrency(3).build();
+        assertSame(fixed, options.backoff());
+        assertEquals(3, options.concurrency());
+    }
+
+    // ------------------------------------------------------------------ a value type that can grow
+
+    @Test
+    void equalityIsByValueWithTheBackOffByIdentity() {
+        IntFunction<Duration> fixed = attempts -> Duration.ofSeconds(7);
+        WorkerOptions options = WorkerOptions.builder().concurrency(4).lease(Duration.ofSeconds(5))
+                .poll(Duration.ofMillis(200)).claimBatch(8).backoff(fixed).build();
+        WorkerOptions same = WorkerOptions.builder().concurrency(4).lease(Duration.ofSeconds(5))
+                .poll(Duration.ofMillis(200)).claimBatch(8).backoff(fixed).build();
+        assertEquals(options, same);
+        assertEquals(options.hashCode(), same.hashCode());
+        assertEquals(options, options.toBuilder().build());
+        assertNotEquals(options, options.toBuilder().concurrency(5).build());
+        assertNotEquals(options, options.toBuilder().lease(Duration.ofSeconds(6)).build());
+        assertNotEquals(options, options.toBuilder().poll(Duration.ofMillis(300)).build());
+        assertNotEquals(options, options.toBuilder().claimBatch(9).build());
+        assertNotEquals(options, options.toBuilder().backoff(attempts -> Duration.ofSeconds(7)).build());
+        String text = options.toString();
+        for (String part : List.of("concurrency=4", "lease=PT5S", "poll=PT0.2S", "claimBatch=8", "backoff=")) {
+            assertTrue(text.contains(part), () -> text + " should contain " + part);
         }
     }
 }

@@ -84,30 +84,49 @@ public final class PgNotificationListener {
     private volatile boolean lost;
 
     /** Takes the builder's values, which {@link Builder#build()} has checked and capped. */
-    private PgNotificationListener(Builder builder, String channel, Duration minBackoff, Duration maxBackoff,
-            Duration healthCheckInterval, Duration healthCheckTimeout) {
-        this.connectionFactory = builder.connectionFactory;
+    private PgNotificationListener(ConnectionFactory connectionFactory, String channel, Duration minBackoff,
+            Duration maxBackoff, Duration healthCheckInterval, Duration healthCheckTimeout, Scheduler timer) {
+        this.connectionFactory = connectionFactory;
         this.channel = channel;
         this.minBackoff = minBackoff;
         this.maxBackoff = maxBackoff;
         this.healthCheckInterval = healthCheckInterval;
         this.healthCheckTimeout = healthCheckTimeout;
-        this.timer = builder.timer;
+        this.timer = timer;
     }
 
-    /** Starts building a listener over a non-pooled PostgreSQL {@code connectionFactory}. */
+    /**
+     * Starts building a listener over a non-pooled PostgreSQL {@code connectionFactory}. Nothing
+     * is checked or connected here: {@link Builder#build()} checks everything, a {@code null}
+     * factory included.
+     *
+     * @param connectionFactory a plain (never pooled) PostgreSQL connection factory
+     * @return a new builder
+     */
     public static Builder builder(ConnectionFactory connectionFactory) {
         return new Builder(connectionFactory);
     }
 
-    /** The channel this listener listens on. */
+    /**
+     * The channel this listener listens on.
+     *
+     * @return the channel given to {@link Builder#channel}
+     */
     public String channel() {
         return channel;
     }
 
     /**
-     * The driver's notifications on {@link #channel()}: hot, shared, best-effort. Subscribing
-     * opens the LISTEN session if it is not open yet. Completes only on {@link #close()}.
+     * The driver's notifications on {@link #channel()}, as they arrive. Hot and shared: every
+     * subscriber sees what arrives while it is subscribed, over the one LISTEN session, and
+     * nothing from before. Best-effort: what arrives while a subscriber has no demand is dropped
+     * for it, not buffered, so request unbounded. Subscribing opens the session if it is not open
+     * yet; cancelling leaves it open for the others (only {@link #close()} ends it). Emits on the
+     * driver's event-loop thread. A lost connection is a gap, not a signal: it completes only on
+     * {@link #close()}, and errors only if the session cannot be re-established at all (a factory
+     * that turns out not to be PostgreSQL).
+     *
+     * @return a hot {@code Flux} of notifications
      */
     public Flux<Notification> notifications() {
         return notifications.asFlux().doOnSubscribe(s -> start());
@@ -115,8 +134,12 @@ public final class PgNotificationListener {
 
     /**
      * Every notification plus {@link #SESSION_ESTABLISHED} each time a LISTEN session is
-     * (re)established: hand this to {@code WorkQueueBuilder.wakeups(...)}. Hot, shared,
-     * best-effort; subscribing opens the session if needed; completes only on {@link #close()}.
+     * (re)established, because anything sent while disconnected is lost: hand this to
+     * {@code WorkQueueBuilder.wakeups(...)}. Hot, shared and best-effort like
+     * {@link #notifications()}, with the same subscription, cancellation, thread, completion and
+     * error behaviour.
+     *
+     * @return a hot {@code Flux} of wakeups
      */
     public Flux<Object> wakeups() {
         return wakeups.asFlux().doOnSubscribe(s -> start());
@@ -127,9 +150,19 @@ public final class PgNotificationListener {
      * connection from the same factory sends a notification on {@link #channel()} with a unique
      * payload, and this completes when the listener receives it, or signals
      * {@link NotificationDeliveryException} after {@code timeout}. A listener connected through a
-     * transaction-mode pooler fails it. Subscribers never see the probe. Cold; needs an open
-     * session (subscribe to {@link #wakeups()} first), else {@code IllegalStateException}. The
-     * listener runs this itself each time a session is established and logs a WARN if it fails.
+     * transaction-mode pooler fails it. Subscribers never see the probe. The listener runs this
+     * itself each time a session is established and logs a WARN if it fails.
+     *
+     * <p>Cold: each subscription sends its own probe. Completes on the driver's thread that
+     * delivered the probe. Errors: {@link NotificationDeliveryException} after {@code timeout};
+     * {@code IllegalStateException} without an open session (subscribe to {@link #wakeups()}
+     * first); {@code NullPointerException} for a {@code null} timeout; the sending connection's
+     * own failure. Cancelling stops waiting for the probe (a probe already sent is ignored when
+     * it arrives).
+     *
+     * @param timeout how long the probe may take; longer than
+     *                {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} is that
+     * @return a cold {@code Mono} that completes once the probe came back
      */
     public Mono<Void> verifyDelivery(Duration timeout) {
         return Mono.defer(() -> {
@@ -159,8 +192,15 @@ public final class PgNotificationListener {
     }
 
     /**
-     * Stops listening for good: ends the session, closes the connection, completes subscribers.
-     * Idempotent. Cold: nothing happens until subscription.
+     * Stops listening for good: ends the session, closes the connection, completes subscribers of
+     * {@link #notifications()} and {@link #wakeups()}. Idempotent: only the first subscription
+     * does anything, later ones complete at once.
+     *
+     * <p>Cold: nothing happens until subscription. Completes once the connection is closed, on the
+     * driver's thread (or at once if none was open). Errors: none; a connection that fails to
+     * close is given up. Cancelling stops waiting for the close, which goes on.
+     *
+     * @return a cold {@code Mono} that completes once the listener is closed
      */
     public Mono<Void> close() {
         return Mono.defer(() -> {
@@ -313,35 +353,51 @@ public final class PgNotificationListener {
     }
 
     /**
-     * Assembles a {@link PgNotificationListener}. Not thread-safe; {@link #build()} validates
-     * synchronously and throws. A duration longer than
-     * {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} means "forever" and is taken as that
-     * maximum: Reactor's back-off and timers work in a {@code long} of nanoseconds (and the
-     * back-off in milliseconds), which a longer one would overflow, ending the listener at its
-     * first reconnect.
+     * Assembles a {@link PgNotificationListener}: its connection factory, channel, reconnect
+     * back-off, health check and timer. Obtain one from {@link PgNotificationListener#builder}.
+     *
+     * <p>Not thread-safe. Setters only record, and the last value given for a setting wins; a
+     * setter never throws. {@link #build()} checks everything synchronously and throws an
+     * {@link InvalidConfigException} naming the first bad setting and its value ({@code null}
+     * included). A duration longer than {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} means
+     * "forever" and is taken as that maximum: Reactor's back-off and timers work in a {@code long}
+     * of nanoseconds (and the back-off in milliseconds), which a longer one would overflow, ending
+     * the listener at its first reconnect.
      */
     public static final class Builder {
-        private final ConnectionFactory connectionFactory;
+        private final @Nullable ConnectionFactory connectionFactory;
         private @Nullable String channel;
-        private Duration minBackoff = Duration.ofMillis(100);
-        private Duration maxBackoff = Duration.ofSeconds(10);
-        private Duration healthCheckInterval = Duration.ofSeconds(30);
-        private Duration healthCheckTimeout = Duration.ofSeconds(5);
-        private Scheduler timer = Schedulers.parallel();
+        private @Nullable Duration minBackoff = Duration.ofMillis(100);
+        private @Nullable Duration maxBackoff = Duration.ofSeconds(10);
+        private @Nullable Duration healthCheckInterval = Duration.ofSeconds(30);
+        private @Nullable Duration healthCheckTimeout = Duration.ofSeconds(5);
+        private @Nullable Scheduler timer = Schedulers.parallel();
 
-        private Builder(ConnectionFactory connectionFactory) {
-            this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
+        private Builder(@Nullable ConnectionFactory connectionFactory) {
+            this.connectionFactory = connectionFactory;
         }
 
-        /** The channel to LISTEN on: a plain lower-case identifier; required. */
+        /**
+         * Sets the channel to LISTEN on; required. A plain lower-case identifier (letters, digits,
+         * underscores, not starting with a digit) of at most 63 bytes, because it is rendered
+         * into the {@code LISTEN} statement.
+         *
+         * @param channel the channel, as the queue's {@code notifyChannel} names it
+         * @return this builder
+         */
         public Builder channel(String channel) {
             this.channel = channel;
             return this;
         }
 
         /**
-         * Bounds of the jittered exponential back-off between reconnects; default 100 ms to 10 s.
-         * Either bound longer than {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} is that.
+         * Sets the bounds of the jittered exponential back-off between reconnects; default 100 ms
+         * to 10 s. Both positive, {@code max} at least {@code min}. Either bound longer than
+         * {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} is that.
+         *
+         * @param min the first delay after a loss
+         * @param max the longest delay between attempts
+         * @return this builder
          */
         public Builder reconnectBackoff(Duration min, Duration max) {
             this.minBackoff = min;
@@ -350,10 +406,14 @@ public final class PgNotificationListener {
         }
 
         /**
-         * How often an idle session proves its connection with {@code SELECT 1}, and how long the
-         * answer may take; default every 30 s within 5 s. A half-open TCP connection gives no
-         * other signal. Either longer than {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} is
-         * that.
+         * Sets how often an idle session proves its connection with {@code SELECT 1}, and how long
+         * the answer (and a delivery probe) may take; default every 30 s within 5 s. Both
+         * positive. A half-open TCP connection gives no other signal. Either longer than
+         * {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} is that.
+         *
+         * @param interval the time between two checks
+         * @param timeout  how long one check may take before the session counts as lost
+         * @return this builder
          */
         public Builder healthCheck(Duration interval, Duration timeout) {
             this.healthCheckInterval = interval;
@@ -361,24 +421,37 @@ public final class PgNotificationListener {
             return this;
         }
 
-        /** The scheduler for back-off and health checks; default {@code Schedulers.parallel()}. */
+        /**
+         * Sets the scheduler for back-off, health checks and probe timeouts; default
+         * {@code Schedulers.parallel()}. Tests pass a virtual-time scheduler.
+         *
+         * @param timer the scheduler
+         * @return this builder
+         */
         public Builder timer(Scheduler timer) {
-            this.timer = Objects.requireNonNull(timer, "timer");
+            this.timer = timer;
             return this;
         }
 
         /**
-         * The listener; nothing is connected until its first subscriber.
+         * Checks every setting and builds the listener; nothing is connected until its first
+         * subscriber. Reads the factory's metadata, which does not connect.
          *
-         * @throws InvalidConfigException for a missing or malformed channel, bad durations, or a
-         *                                pooled factory
+         * @return the listener
+         * @throws InvalidConfigException for a missing factory, a missing or malformed channel,
+         *                                bad durations, a missing timer, or a pooled factory
          * @throws UnsupportedDialectException if the factory is not PostgreSQL
          */
         public PgNotificationListener build() {
-            if (channel == null) {
-                throw new InvalidConfigException("channel is required");
+            ConnectionFactory factory = connectionFactory;
+            if (factory == null) {
+                throw new InvalidConfigException("connectionFactory must not be null but was null");
             }
-            Identifiers.requirePlain("channel", channel);
+            String name = channel;
+            if (name == null) {
+                throw new InvalidConfigException("channel is required but was null");
+            }
+            Identifiers.requirePlain("channel", name);
             Duration min = positive("reconnectBackoff min", minBackoff);
             if (maxBackoff == null || Durations.capped(maxBackoff).compareTo(min) < 0) {
                 throw new InvalidConfigException("reconnectBackoff max must be at least min (" + minBackoff
@@ -387,15 +460,19 @@ public final class PgNotificationListener {
             Duration max = Durations.capped(maxBackoff);
             Duration interval = positive("healthCheck interval", healthCheckInterval);
             Duration timeout = positive("healthCheck timeout", healthCheckTimeout);
-            if (connectionFactory instanceof ConnectionPool) {
+            Scheduler scheduler = timer;
+            if (scheduler == null) {
+                throw new InvalidConfigException("timer must not be null but was null");
+            }
+            if (factory instanceof ConnectionPool) {
                 throw new InvalidConfigException("PgNotificationListener needs a non-pooled connection factory:"
                         + " LISTEN outlives a pooled connection's release");
             }
-            String product = connectionFactory.getMetadata().getName();
+            String product = factory.getMetadata().getName();
             if (!"PostgreSQL".equalsIgnoreCase(product)) {
                 throw new UnsupportedDialectException("LISTEN/NOTIFY needs PostgreSQL, but the factory reports " + product);
             }
-            return new PgNotificationListener(this, channel, min, max, interval, timeout);
+            return new PgNotificationListener(factory, name, min, max, interval, timeout, scheduler);
         }
 
         /** {@code value} capped, if positive; else refused, naming {@code field}. */

@@ -93,9 +93,9 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         // Both weigh a call by the keys it names, before merging: that is what a write's size
         // grows with, and it is known without merging.
         this.enqueues = new GroupCommit<>(config.name(), "enqueue", GroupCommit.withoutResults(this::writeMerged),
-                List::size, config.maxWriteBatch(), config.enqueueTimeout(), timer, metrics::flushEnded);
+                List::size, config.maxWriteBatch(), config.writeTimeout(), timer, metrics::flushEnded);
         this.completions = new GroupCommit<>(config.name(), "complete", this::completeMerged,
-                keys -> keys.length, config.maxWriteBatch(), config.enqueueTimeout(), timer,
+                keys -> keys.length, config.maxWriteBatch(), config.writeTimeout(), timer,
                 GroupCommit.WriteListener.NONE);
         // Claims merge the same way: one leasing statement in flight per instance, however many
         // loops claim, so they never race each other over the same index entries, and each
@@ -104,7 +104,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         // share of a caller that left a statement others still wait for is handed back at once.
         this.leases = new GroupCommit<>(config.name(), "claim", this::leaseMerged,
                 request -> Math.max(request.limit(), request.complete().length), config.maxClaimBatch(),
-                config.enqueueTimeout(), timer, GroupCommit.WriteListener.NONE,
+                config.writeTimeout(), timer, GroupCommit.WriteListener.NONE,
                 new GroupCommit.Policy<>((first, other) -> first.leaseMicros() == other.leaseMicros(), true,
                         this::handBack));
         this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
@@ -462,7 +462,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                 undecodable.add(new Undecodable(keys[i], attempts[i], e));
                 continue;
             }
-            items.add(new Item<>(key, priorities[i], attempts[i], priorLeases[i] == Sql.PRIOR_LEASE_LAPSED));
+            items.add(Item.of(key, priorities[i], attempts[i], priorLeases[i] == Sql.PRIOR_LEASE_LAPSED));
             storedKeys.add(keys[i]);
             priors.add(priorLeases[i]);
         }
@@ -601,7 +601,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                         .bind(0, config.name())
                         .bind(1, config.maxAttempts())
                         .execute())
-                .concatMap(result -> result.map((row, meta) -> new Stats(
+                .concatMap(result -> result.map((row, meta) -> Stats.of(
                         longValue(row.get("pending", Long.class)),
                         longValue(row.get("ready", Long.class)),
                         longValue(row.get("leased", Long.class)),

@@ -60,7 +60,7 @@ class ChangingKeysFaultIT {
         pool = server.pool(8);
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
                 .config(WorkQueueConfig.builder("changing").tablePrefix(prefix)
-                        .enqueueTimeout(Duration.ofSeconds(5)).build())
+                        .writeTimeout(Duration.ofSeconds(5)).build())
                 .build();
         ChangingKeys keys = new ChangingKeys("c", KEYS);
         AtomicInteger retriedAcks = new AtomicInteger();

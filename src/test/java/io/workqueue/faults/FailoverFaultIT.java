@@ -39,7 +39,7 @@ class FailoverFaultIT {
         prefix = both.createTable();
         pool = both.pool(8);
         queue = ReactiveWorkQueue.builder(pool, String.class)
-                .config(WorkQueueConfig.builder(name).tablePrefix(prefix).enqueueTimeout(Duration.ofSeconds(5)).build())
+                .config(WorkQueueConfig.builder(name).tablePrefix(prefix).writeTimeout(Duration.ofSeconds(5)).build())
                 .build();
         Drain drain = new Drain(queue, ledger);
         try {

@@ -61,7 +61,7 @@ class KilledConnectionsFaultIT {
                 .build();
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
                 .config(WorkQueueConfig.builder("killed").tablePrefix(prefix).notifyChannel(channel)
-                        .enqueueTimeout(Duration.ofSeconds(5)).build())
+                        .writeTimeout(Duration.ofSeconds(5)).build())
                 .wakeups(listener.wakeups())
                 .build();
         AtomicInteger sessions = new AtomicInteger();

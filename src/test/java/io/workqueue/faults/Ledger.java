@@ -234,7 +234,7 @@ final class Ledger {
                 summary.leftLeased(), recovery.toMillis());
         assertTrue(problems.isEmpty(), () -> problems.size() + " accounting problems, first: "
                 + problems.subList(0, Math.min(20, problems.size())));
-        assertEquals(new Stats(stalled, 0, 0, stalled, enqueued.size() - stalled, Duration.ZERO), stats,
+        assertEquals(Stats.of(stalled, 0, 0, stalled, enqueued.size() - stalled, Duration.ZERO), stats,
                 "nothing ready or leased; every key completed but those that always fail, which are stalled");
         assertEquals(enqueued.size(), table.size());
         return summary;

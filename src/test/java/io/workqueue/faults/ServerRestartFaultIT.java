@@ -35,7 +35,7 @@ class ServerRestartFaultIT {
     private static final int PRELOADED = 20_000;
     private static final int PRODUCED_BATCHES = 100;
     private static final int BATCH = 50;
-    private static final Duration ENQUEUE_TIMEOUT = Duration.ofSeconds(5);
+    private static final Duration WRITE_TIMEOUT = Duration.ofSeconds(5);
     /** How long the server stays down, at least: long enough for claims, acknowledgements and enqueues to meet it. */
     private static final Duration OUTAGE = Duration.ofSeconds(2);
 
@@ -78,7 +78,7 @@ class ServerRestartFaultIT {
                 .build();
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
                 .config(WorkQueueConfig.builder("restart").tablePrefix(prefix).notifyChannel(channel)
-                        .enqueueTimeout(ENQUEUE_TIMEOUT).build())
+                        .writeTimeout(WRITE_TIMEOUT).build())
                 .wakeups(listener.wakeups())
                 .build();
         Ledger ledger = new Ledger(fault);
@@ -168,7 +168,7 @@ class ServerRestartFaultIT {
                     drain.enqueueFailures(), drain.slowestEnqueueFailure().toMillis(), drain.enqueueErrorKinds(),
                     drain.completeRetries());
             sessionCounter.dispose();
-            assertTrue(drain.slowestEnqueueFailure().compareTo(ENQUEUE_TIMEOUT.plusSeconds(1)) <= 0,
+            assertTrue(drain.slowestEnqueueFailure().compareTo(WRITE_TIMEOUT.plusSeconds(1)) <= 0,
                     "an enqueue during the outage errs within its timeout, it does not hang: " + drain.slowestEnqueueFailure());
             drain.close();
 

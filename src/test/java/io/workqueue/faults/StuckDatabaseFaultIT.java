@@ -32,7 +32,7 @@ import reactor.core.publisher.Mono;
  */
 class StuckDatabaseFaultIT {
     private static final Logger log = LoggerFactory.getLogger(StuckDatabaseFaultIT.class);
-    private static final Duration ENQUEUE_TIMEOUT = Duration.ofSeconds(1);
+    private static final Duration WRITE_TIMEOUT = Duration.ofSeconds(1);
     private static final int POOL_SIZE = 4;
 
     private ConnectionPool pool;
@@ -55,7 +55,7 @@ class StuckDatabaseFaultIT {
         String table = WorkQueueMigrations.tableName(prefix);
         pool = server.pool(POOL_SIZE);
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
-                .config(WorkQueueConfig.builder("stuck").tablePrefix(prefix).enqueueTimeout(ENQUEUE_TIMEOUT).build())
+                .config(WorkQueueConfig.builder("stuck").tablePrefix(prefix).writeTimeout(WRITE_TIMEOUT).build())
                 .build();
         queue.enqueueKeys("before").block(Duration.ofSeconds(10));
 
@@ -74,10 +74,10 @@ class StuckDatabaseFaultIT {
         }).block(Duration.ofSeconds(30));
         Duration enqueueTook = Duration.ofNanos(System.nanoTime() - start);
         assertInstanceOf(WriteTimeoutException.class, enqueueError.get(), "the enqueue fails: " + enqueueError.get());
-        assertTrue(enqueueError.get().getMessage().contains("did not commit within " + ENQUEUE_TIMEOUT),
+        assertTrue(enqueueError.get().getMessage().contains("did not commit within " + WRITE_TIMEOUT),
                 enqueueError.get().getMessage());
-        assertTrue(enqueueTook.compareTo(ENQUEUE_TIMEOUT) >= 0
-                        && enqueueTook.compareTo(ENQUEUE_TIMEOUT.plusMillis(1500)) < 0,
+        assertTrue(enqueueTook.compareTo(WRITE_TIMEOUT) >= 0
+                        && enqueueTook.compareTo(WRITE_TIMEOUT.plusMillis(1500)) < 0,
                 "the enqueue fails at its flush timeout, not before and not long after: " + enqueueTook);
         log.info("[stuck database] an enqueue on the locked table failed after {} ms: {}",
                 enqueueTook.toMillis(), enqueueError.get().getMessage());

@@ -126,7 +126,7 @@ class WorkerCrashFaultIT {
                     }
                     if (line.startsWith("CLAIMED ")) {
                         String[] parts = line.split(" ", 4);
-                        ledger.claimed(new Item<>(parts[3], 0, Integer.parseInt(parts[1]),
+                        ledger.claimed(Item.of(parts[3], 0, Integer.parseInt(parts[1]),
                                 Boolean.parseBoolean(parts[2])), "victim");
                         keys.add(parts[3]);
                     }

@@ -81,7 +81,7 @@ final class ScriptedQueue implements ReactiveWorkQueue<String> {
                     String key = available.poll();
                     int n = attempts.merge(key, 1, Integer::sum);
                     claimed.add(key);
-                    items.add(new Item<>(key, 0, n, false));
+                    items.add(Item.of(key, 0, n, false));
                 }
                 return roundDelay.isZero() ? Mono.just(items) : Mono.delay(roundDelay, timer).thenReturn(items);
             }

@@ -51,12 +51,12 @@ class ClaimIT {
         queue.enqueueKeys("a").block(WAIT);
 
         List<Item<String>> first = queue.claim(10, Duration.ofMillis(200)).block(WAIT);
-        assertEquals(List.of(new Item<>("a", 0, 1, false)), first);
+        assertEquals(List.of(Item.of("a", 0, 1, false)), first);
         // The lease lapses on the database clock: wait until the database hands the item out again.
         List<Item<String>> second = Poll.until(WAIT, "the 200ms lease to lapse",
                 () -> queue.claim(10, LONG_LEASE).block(WAIT), items -> !items.isEmpty());
 
-        assertEquals(List.of(new Item<>("a", 0, 2, true)), second);
+        assertEquals(List.of(Item.of("a", 0, 2, true)), second);
         assertEquals(List.of(), claim(queue, 10), "the new lease is live");
     }
 
@@ -77,7 +77,7 @@ class ClaimIT {
         claim(queue, 1);
         assertEquals(1L, queue.release(Duration.ZERO, null, "a").block(WAIT));
 
-        assertEquals(List.of(new Item<>("a", 0, 2, false)), claim(queue, 1));
+        assertEquals(List.of(Item.of("a", 0, 2, false)), claim(queue, 1));
     }
 
     @Test
@@ -88,7 +88,7 @@ class ClaimIT {
         assertEquals(1L, queue.complete("a").block(WAIT));
         queue.enqueueKeys("a").block(WAIT);
 
-        assertEquals(List.of(new Item<>("a", 0, 1, false)), claim(queue, 1));
+        assertEquals(List.of(Item.of("a", 0, 1, false)), claim(queue, 1));
     }
 
     @Test
@@ -209,9 +209,9 @@ class ClaimIT {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "attempts", c -> c.maxAttempts(2));
         queue.enqueue(Entry.of("flaky").withPriority(1), Entry.of("other")).block(WAIT);
 
-        assertEquals(List.of(new Item<>("flaky", 1, 1, false)), claim(queue, 1));
+        assertEquals(List.of(Item.of("flaky", 1, 1, false)), claim(queue, 1));
         queue.release(Duration.ZERO, new RuntimeException("first"), "flaky").block(WAIT);
-        assertEquals(List.of(new Item<>("flaky", 1, 2, false)), claim(queue, 1));
+        assertEquals(List.of(Item.of("flaky", 1, 2, false)), claim(queue, 1));
         queue.release(Duration.ZERO, new RuntimeException("second"), "flaky").block(WAIT);
 
         Stats stats = queue.stats().block(WAIT);
@@ -228,7 +228,7 @@ class ClaimIT {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "unlimited");
         queue.enqueueKeys("a").block(WAIT);
         for (int attempt = 1; attempt <= 5; attempt++) {
-            assertEquals(List.of(new Item<>("a", 0, attempt, false)), claim(queue, 1));
+            assertEquals(List.of(Item.of("a", 0, attempt, false)), claim(queue, 1));
             queue.release(Duration.ZERO, null, "a").block(WAIT);
         }
         Stats stats = queue.stats().block(WAIT);

@@ -209,7 +209,7 @@ class ClaimStreamIT {
             awaitReceived(subscriber, 1);
             subscriber.cancel();
 
-            assertEquals(new Item<>("a", 0, 1, false), subscriber.getReceivedOnNext().get(0),
+            assertEquals(Item.of("a", 0, 1, false), subscriber.getReceivedOnNext().get(0),
                     "the failed claims left no trace (" + sqlState + ")");
             assertEquals(3L, Faults.rowsSeen(isolated, "UPDATE"), "two failed claims, then one that leased");
         }
@@ -227,7 +227,7 @@ class ClaimStreamIT {
         awaitReceived(subscriber, 1);
         subscriber.cancel();
 
-        assertEquals(new Item<>("a", 0, 1, false), subscriber.getReceivedOnNext().get(0));
+        assertEquals(Item.of("a", 0, 1, false), subscriber.getReceivedOnNext().get(0));
         assertEquals(2L, Faults.rowsSeen(isolated, "UPDATE"), "a claim on a connection that died, then one that leased");
     }
 }

@@ -147,7 +147,7 @@ class DeleteOnCompleteIT {
         assertFalse(exists(queue, "a"));
         assertFalse(exists(queue, "b"));
         Stats stats = queue.stats().block(WAIT);
-        assertEquals(new Stats(3, 1, 2, 0, 0, stats.oldestReadyAge()), stats);
+        assertEquals(Stats.of(3, 1, 2, 0, 0, stats.oldestReadyAge()), stats);
     }
 
     @Test
@@ -224,7 +224,7 @@ class DeleteOnCompleteIT {
         assertEquals(0L, queue.release(Duration.ZERO, new RuntimeException("late"), "a").block(WAIT));
         assertFalse(exists(queue, "a"), "a late release does not create the row again");
         assertEquals(List.of(), queue.claim(10, LEASE).block(WAIT));
-        assertEquals(new Stats(0, 0, 0, 0, 0, Duration.ZERO), queue.stats().block(WAIT));
+        assertEquals(Stats.of(0, 0, 0, 0, 0, Duration.ZERO), queue.stats().block(WAIT));
     }
 
     @Test
@@ -233,7 +233,7 @@ class DeleteOnCompleteIT {
         queue.enqueue(List.of(Entry.of("a").withPriority(5))).block(WAIT);
         queue.claim(1, LEASE).block(WAIT);
         queue.release(Duration.ZERO, new RuntimeException("boom"), "a").block(WAIT);
-        assertEquals(List.of(new Item<>("a", 5, 2, false)), queue.claim(1, LEASE).block(WAIT));
+        assertEquals(List.of(Item.of("a", 5, 2, false)), queue.claim(1, LEASE).block(WAIT));
         assertEquals(1L, queue.complete("a").block(WAIT));
 
         // Lower than before: a restart takes the new priority outright, and so does a fresh insert.
@@ -241,7 +241,7 @@ class DeleteOnCompleteIT {
         assertEquals("1", Queues.column(prefix, queue, "a", "priority"));
         assertEquals("0", Queues.column(prefix, queue, "a", "attempts"));
         assertEquals("true", Queues.column(prefix, queue, "a", "last_error IS NULL AND lease_until = 'epoch'"));
-        assertEquals(List.of(new Item<>("a", 1, 1, false)), queue.claim(1, LEASE).block(WAIT));
+        assertEquals(List.of(Item.of("a", 1, 1, false)), queue.claim(1, LEASE).block(WAIT));
     }
 
     @Test
@@ -266,7 +266,7 @@ class DeleteOnCompleteIT {
 
         assertEquals(2L, queue.complete("a", "b").block(WAIT));
         Stats stats = queue.stats().block(WAIT);
-        assertEquals(new Stats(1, 1, 0, 0, 0, stats.oldestReadyAge()), stats);
+        assertEquals(Stats.of(1, 1, 0, 0, 0, stats.oldestReadyAge()), stats);
         assertEquals(0L, queue.reap().block(WAIT), "nothing is left for the reaper");
     }
 }

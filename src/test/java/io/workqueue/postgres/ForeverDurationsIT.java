@@ -145,7 +145,7 @@ class ForeverDurationsIT {
                         .tablePrefix(prefix)
                         .retention(LONGEST)
                         .minWakeInterval(LONGEST)
-                        .enqueueTimeout(LONGEST)
+                        .writeTimeout(LONGEST)
                         .build())
                 .wakeups(wakes.asFlux())
                 .build();

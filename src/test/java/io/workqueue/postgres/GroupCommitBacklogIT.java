@@ -22,19 +22,19 @@ import reactor.core.publisher.Mono;
 
 /**
  * A backlog after a stall: everything that piled up while the table was locked must drain at the
- * database's pace, in writes that each fit in {@code enqueueTimeout}, rather than as one write too
+ * database's pace, in writes that each fit in {@code writeTimeout}, rather than as one write too
  * large to ever commit in time.
  */
 class GroupCommitBacklogIT {
     private static final Logger log = LoggerFactory.getLogger(GroupCommitBacklogIT.class);
     private static final int CALLERS = 200_000;
-    private static final Duration ENQUEUE_TIMEOUT = Duration.ofSeconds(1);
+    private static final Duration WRITE_TIMEOUT = Duration.ofSeconds(1);
     private static final Duration DRAIN_DEADLINE = Duration.ofMinutes(3);
 
     @Test
     void aBacklogThatPiledUpDuringATableLockDrainsInWritesThatFitTheTimeout() throws InterruptedException {
         String prefix = TestDatabase.createTable();
-        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "backlog", c -> c.enqueueTimeout(ENQUEUE_TIMEOUT));
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "backlog", c -> c.writeTimeout(WRITE_TIMEOUT));
         AtomicInteger succeeded = new AtomicInteger();
         AtomicInteger failed = new AtomicInteger();
         AtomicReference<Throwable> lastFailure = new AtomicReference<>();

@@ -365,7 +365,7 @@ class GroupCommitIT {
 
     @Test
     void aWriteThatOutlivesTheEnqueueTimeoutFailsItsCallersAndLaterEnqueuesStillWork() {
-        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "timeout", c -> c.enqueueTimeout(Duration.ofMillis(300)));
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "timeout", c -> c.writeTimeout(Duration.ofMillis(300)));
         queue.enqueueKeys("blocker").block(WAIT);
         try (RowLock lock = RowLock.hold(Queues.table(prefix), queue.name(), "blocker")) {
             Throwable error = failureOf(queue.enqueue(Entry.of("blocker").withPriority(1), Entry.of("x")).toFuture());
@@ -379,7 +379,7 @@ class GroupCommitIT {
     @Test
     void aCallerWhoseErrorHandlerThrowsDuringAStallCannotWedgeTheQueue() {
         String isolated = TestDatabase.createTable();
-        ReactiveWorkQueue<String> queue = Queues.fresh(isolated, "rethrowing", c -> c.enqueueTimeout(Duration.ofMillis(500)));
+        ReactiveWorkQueue<String> queue = Queues.fresh(isolated, "rethrowing", c -> c.writeTimeout(Duration.ofMillis(500)));
         AtomicReference<Throwable> heardByThrower = new AtomicReference<>();
         CompletableFuture<Void> sameBatch;
         try (TableLock lock = TableLock.hold(Queues.table(isolated))) {

@@ -185,7 +185,7 @@ class MergedClaimsIT {
         assertEquals(keys.subList(4, 8), keys(next));
         for (Item<String> item : next) {
             boolean wasLapsed = item.key().equals(lapsed);
-            assertEquals(new Item<>(item.key(), 0, wasLapsed ? 2 : 1, wasLapsed), item);
+            assertEquals(Item.of(item.key(), 0, wasLapsed ? 2 : 1, wasLapsed), item);
         }
     }
 }

@@ -62,9 +62,9 @@ class MetricsIT {
         String prefix = TestDatabase.createTable();
         String name = TestDatabase.uniqueName("metrics-outcome");
         MeterRegistry registry = new SimpleMeterRegistry();
-        Duration enqueueTimeout = Duration.ofMillis(300);
+        Duration writeTimeout = Duration.ofMillis(300);
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(TestDatabase.pool(), String.class)
-                .config(WorkQueueConfig.builder(name).tablePrefix(prefix).enqueueTimeout(enqueueTimeout).build())
+                .config(WorkQueueConfig.builder(name).tablePrefix(prefix).writeTimeout(writeTimeout).build())
                 .meterRegistry(registry)
                 .build();
         Faults.failKey(prefix, "INSERT", "poison", "P0001");
@@ -79,7 +79,7 @@ class MetricsIT {
             Timer timedOut = registry.get(WorkQueueMeters.ENQUEUE_FLUSH_LATENCY).tag(WorkQueueMeters.QUEUE_TAG, name)
                     .tag(WorkQueueMeters.OUTCOME_TAG, WorkQueueMeters.OUTCOME_TIMEOUT).timer();
             assertEquals(1L, timedOut.count());
-            assertTrue(timedOut.totalTime(TimeUnit.NANOSECONDS) >= enqueueTimeout.toNanos(), "timed until abandoned");
+            assertTrue(timedOut.totalTime(TimeUnit.NANOSECONDS) >= writeTimeout.toNanos(), "timed until abandoned");
         }
 
         queue.enqueueKeys("after").block(TIMEOUT);

@@ -154,7 +154,7 @@ class ProcessIT {
     void anAcknowledgementThatOutlivesTheWriteTimeoutIsRetriedUntilItCommits() {
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(TestDatabase.pool(), String.class)
                 .config(WorkQueueConfig.builder(TestDatabase.uniqueName("slow-ack")).tablePrefix(prefix)
-                        .enqueueTimeout(Duration.ofMillis(300)).build())
+                        .writeTimeout(Duration.ofMillis(300)).build())
                 .build();
         queue.enqueueKeys("slow").block(TIMEOUT);
         Sinks.Empty<Void> gate = Sinks.empty();

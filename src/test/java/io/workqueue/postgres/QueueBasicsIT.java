@@ -39,7 +39,7 @@ class QueueBasicsIT {
 
         assertEquals(2L, queue.complete("a", "b", "unknown").block(Duration.ofSeconds(10)));
         Stats stats = queue.stats().block(Duration.ofSeconds(10));
-        assertEquals(new Stats(0, 0, 0, 0, 2, Duration.ZERO), stats);
+        assertEquals(Stats.of(0, 0, 0, 0, 2, Duration.ZERO), stats);
         assertFalse(queue.claim(10, Duration.ofMinutes(1)).block(Duration.ofSeconds(10)).iterator().hasNext());
     }
 }

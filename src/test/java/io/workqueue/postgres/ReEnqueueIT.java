@@ -39,7 +39,7 @@ class ReEnqueueIT {
         assertEquals("9", column(queue, "a", "priority"));
         queue.enqueueKeys("a").block(WAIT);
         assertEquals("9", column(queue, "a", "priority"));
-        assertEquals(List.of(new Item<>("a", 9, 1, false)), queue.claim(1, LEASE).block(WAIT));
+        assertEquals(List.of(Item.of("a", 9, 1, false)), queue.claim(1, LEASE).block(WAIT));
     }
 
     @Test
@@ -68,7 +68,7 @@ class ReEnqueueIT {
         queue.enqueue(Entry.of("a").withPriority(3)).block(WAIT);
         assertEquals("1", column(queue, "a", "attempts"));
         assertEquals("boom", column(queue, "a", "last_error"));
-        assertEquals(List.of(new Item<>("a", 3, 2, false)), queue.claim(1, LEASE).block(WAIT),
+        assertEquals(List.of(Item.of("a", 3, 2, false)), queue.claim(1, LEASE).block(WAIT),
                 "the re-enqueue moved availability earlier but kept the attempt count");
     }
 
@@ -104,8 +104,8 @@ class ReEnqueueIT {
         assertEquals("true", column(queue, "a", "completed_at IS NULL"));
         assertEquals("true", column(queue, "a", "lease_until = 'epoch'"));
         Stats stats = queue.stats().block(WAIT);
-        assertEquals(new Stats(1, 1, 0, 0, 0, stats.oldestReadyAge()), stats);
-        assertEquals(List.of(new Item<>("a", 1, 1, false)), queue.claim(1, LEASE).block(WAIT));
+        assertEquals(Stats.of(1, 1, 0, 0, 0, stats.oldestReadyAge()), stats);
+        assertEquals(List.of(Item.of("a", 1, 1, false)), queue.claim(1, LEASE).block(WAIT));
     }
 
     @Test

@@ -30,7 +30,7 @@ class StatsIT {
     void anEmptyQueueHasZeroEverywhere() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "empty");
 
-        assertEquals(new Stats(0, 0, 0, 0, 0, Duration.ZERO), queue.stats().block(WAIT));
+        assertEquals(Stats.of(0, 0, 0, 0, 0, Duration.ZERO), queue.stats().block(WAIT));
     }
 
     @Test
@@ -111,7 +111,7 @@ class StatsIT {
         queue.claim(1, LEASE).block(WAIT);
 
         Stats stats = queue.stats().block(WAIT);
-        assertEquals(new Stats(2, 0, 1, 0, 1, Duration.ZERO), stats);
+        assertEquals(Stats.of(2, 0, 1, 0, 1, Duration.ZERO), stats);
     }
 
     @Test

@@ -64,7 +64,7 @@ class TransactionalEnqueueIT {
             Mono.from(connection.commitTransaction()).block(WAIT);
         });
 
-        assertEquals(List.of(new Item<>("a", 2, 1, false), new Item<>("b", 0, 1, false)),
+        assertEquals(List.of(Item.of("a", 2, 1, false), Item.of("b", 0, 1, false)),
                 queue.claim(10, LEASE).block(WAIT));
     }
 

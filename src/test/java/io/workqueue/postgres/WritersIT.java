@@ -54,7 +54,7 @@ class WritersIT {
         assertEquals("false", column(queue, "pending", "completed_at IS NULL"));
         assertEquals("true", column(queue, "leased", "lease_until = 'epoch'"));
         assertFalse(Queues.exists(prefix, queue, "unknown"), "an unknown key is not created");
-        assertEquals(new Stats(0, 0, 0, 0, 2, Duration.ZERO), queue.stats().block(WAIT));
+        assertEquals(Stats.of(0, 0, 0, 0, 2, Duration.ZERO), queue.stats().block(WAIT));
         assertEquals(List.of(), claimedKeys(queue));
     }
 
@@ -95,7 +95,7 @@ class WritersIT {
         assertEquals(1L, queue.release(Duration.ofHours(1), new RuntimeException("x"), "b").block(WAIT));
         assertEquals(1L, queue.remove("c").block(WAIT));
 
-        assertEquals(new Stats(3, 0, 3, 0, 0, Duration.ZERO), neighbour.stats().block(WAIT));
+        assertEquals(Stats.of(3, 0, 3, 0, 0, Duration.ZERO), neighbour.stats().block(WAIT));
         for (String key : List.of("a", "b", "c")) {
             assertEquals("true", column(neighbour, key, "last_error IS NULL AND lease_until > now() AND completed_at IS NULL"));
         }
@@ -114,7 +114,7 @@ class WritersIT {
         assertEquals("true", column(queue, "a", "lease_until = 'epoch'"));
         assertEquals("transient failure", column(queue, "a", "last_error"));
         assertEquals("1", column(queue, "a", "attempts"));
-        assertEquals(List.of(new Item<>("a", 0, 2, false)), queue.claim(1, LEASE).block(WAIT));
+        assertEquals(List.of(Item.of("a", 0, 2, false)), queue.claim(1, LEASE).block(WAIT));
     }
 
     @Test

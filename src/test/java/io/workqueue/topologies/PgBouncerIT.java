@@ -180,7 +180,7 @@ class PgBouncerIT {
         assertEquals(100L, queue.release(Duration.ZERO, null, keys.subList(700, 800)).block(WAIT));
         assertEquals(50L, queue.remove(keys.subList(800, 850)).block(WAIT));
         Stats stats = queue.stats().block(WAIT);
-        assertEquals(new Stats(350, 100, 150, 0, 600, stats.oldestReadyAge()), stats);
+        assertEquals(Stats.of(350, 100, 150, 0, 600, stats.oldestReadyAge()), stats);
 
         // Reap what completed, once it is past retention on the database clock.
         TestDatabase.queryStrings("UPDATE " + Queues.table(prefix) + " SET completed_at = now() - interval '1 hour'"

@@ -127,7 +127,7 @@ final class HeapBound {
         long before = usedAfterGc();
         List<Item<String>> list = new ArrayList<>(n);
         for (int i = 1; i <= n; i++) {
-            list.add(new Item<>(String.format(Locale.ROOT, "k%08d", i), 0, 1, false));
+            list.add(Item.of(String.format(Locale.ROOT, "k%08d", i), 0, 1, false));
         }
         long after = usedAfterGc();
         if (list.size() != n) {
