@@ -3,6 +3,7 @@ package io.workqueue.migrations;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.workqueue.InvalidConfigException;
+import io.workqueue.WorkQueueConfig;
 import io.workqueue.internal.Identifiers;
 import java.io.IOException;
 import java.io.InputStream;
@@ -53,15 +54,25 @@ public final class WorkQueueMigrations {
 
     private WorkQueueMigrations() {}
 
-    /** The table name for a prefix: {@code work_queue_items} or {@code <prefix>_work_queue_items}. */
+    /**
+     * The table name for a prefix.
+     *
+     * @param tablePrefix the table prefix, {@code ""} for the default table
+     * @return {@code work_queue_items}, or {@code <prefix>_work_queue_items}
+     * @throws InvalidConfigException if the prefix cannot make legal identifiers
+     */
     public static String tableName(String tablePrefix) {
         validatePrefix(tablePrefix);
         return renderedPrefix(tablePrefix) + TABLE_BASE_NAME;
     }
 
     /**
-     * The whole DDL for {@code tablePrefix} as one migration body.
+     * The whole DDL for {@code tablePrefix} as one migration body, for a migration tool that
+     * applies scripts itself.
      *
+     * @param tablePrefix the table prefix, {@code ""} for the default table
+     * @return the rendered {@code sql/work_queue.sql}: idempotent statements separated by
+     *         {@code ;}
      * @throws InvalidConfigException if the prefix cannot make legal identifiers
      */
     public static String sql(String tablePrefix) {
@@ -70,8 +81,11 @@ public final class WorkQueueMigrations {
     }
 
     /**
-     * The same DDL split into executable statements, comments and blank lines removed.
+     * The same DDL as {@link #sql(String)} split into executable statements, comments and blank
+     * lines removed.
      *
+     * @param tablePrefix the table prefix, {@code ""} for the default table
+     * @return the statements, in order, each without its trailing {@code ;}; immutable
      * @throws InvalidConfigException if the prefix cannot make legal identifiers
      */
     public static List<String> statements(String tablePrefix) {
@@ -104,7 +118,9 @@ public final class WorkQueueMigrations {
      * letters, digits, underscores; not starting with a digit) short enough that every name the
      * schema derives from it fits in 63 bytes.
      *
-     * @throws InvalidConfigException naming the prefix and the rule it breaks
+     * @param tablePrefix the prefix to check
+     * @throws InvalidConfigException naming the prefix and the rule it breaks, {@code null}
+     *                                included
      */
     public static void validatePrefix(String tablePrefix) {
         if (tablePrefix == null) {
@@ -127,6 +143,9 @@ public final class WorkQueueMigrations {
      * The versioned script that takes the table of {@code tablePrefix} from {@code version - 1} to
      * {@code version} (version 1 creates it), rendered for the prefix, as one migration body.
      *
+     * @param version     the version the script reaches, 1 to {@link #SCHEMA_VERSION}
+     * @param tablePrefix the table prefix, {@code ""} for the default table
+     * @return the script, idempotent like {@link #sql(String)}
      * @throws InvalidConfigException if the prefix cannot make legal identifiers, or there is no
      *     such version (1 to {@link #SCHEMA_VERSION})
      */
@@ -139,10 +158,33 @@ public final class WorkQueueMigrations {
     }
 
     /**
+     * The schema version of the table of {@code config}'s {@link WorkQueueConfig#tablePrefix()}:
+     * {@link #version(ConnectionFactory, String)} with the prefix taken from the configuration the
+     * queue uses, so it is stated once.
+     *
+     * @param connectionFactory where to read the catalog
+     * @param config            the queue's configuration
+     * @return a cold {@code Mono} of the version; a {@code null} argument is signalled as
+     *         {@code NullPointerException} at subscription
+     */
+    public static Mono<Integer> version(ConnectionFactory connectionFactory, WorkQueueConfig config) {
+        return Mono.defer(() -> version(connectionFactory, Objects.requireNonNull(config, "config").tablePrefix()));
+    }
+
+    /**
      * The schema version of the table of {@code tablePrefix}: 0 when there is no such table,
      * else the version its comment records (1 when it records none: the first release wrote no
-     * comment). One catalog read on one connection; cold; the connection is closed however it
-     * ends. An invalid prefix is signalled as {@code Mono.error(InvalidConfigException)}.
+     * comment).
+     *
+     * <p>Cold: subscribing runs one catalog read on one connection from the factory, closed
+     * however it ends (cancellation included); emits on the driver's thread. Errors: an invalid
+     * prefix as {@link InvalidConfigException}, a {@code null} factory as
+     * {@code NullPointerException}, and the connection's own failures.
+     *
+     * @param connectionFactory where to read the catalog
+     * @param tablePrefix       the table prefix, {@code ""} for the default table
+     * @return a cold {@code Mono} of the version: 0 (no table), or 1 to {@link #SCHEMA_VERSION}
+     *         (or higher, for a table a newer release made)
      */
     public static Mono<Integer> version(ConnectionFactory connectionFactory, String tablePrefix) {
         return Mono.defer(() -> {
@@ -179,11 +221,35 @@ public final class WorkQueueMigrations {
     private static final String VERSION_COMMENT = "reactive-workqueue schema ";
 
     /**
+     * Creates or upgrades the table of {@code config}'s {@link WorkQueueConfig#tablePrefix()}:
+     * {@link #apply(ConnectionFactory, String)} with the prefix taken from the configuration the
+     * queue uses, so it is stated once:
+     *
+     * <pre>{@code
+     * WorkQueueConfig config = WorkQueueConfig.builder("thumbnails").tablePrefix("media").build();
+     * WorkQueueMigrations.apply(pool, config).block(); // at start-up, off any Reactor thread
+     * ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class).config(config).build();
+     * }</pre>
+     *
+     * @param connectionFactory where to create the table
+     * @param config            the queue's configuration
+     * @return a cold {@code Mono} that completes once the table is current; a {@code null}
+     *         argument is signalled as {@code NullPointerException} at subscription
+     */
+    public static Mono<Void> apply(ConnectionFactory connectionFactory, WorkQueueConfig config) {
+        return Mono.defer(() -> apply(connectionFactory, Objects.requireNonNull(config, "config").tablePrefix()));
+    }
+
+    /**
      * Creates the table and its indexes if they do not exist, one statement at a time on one
-     * connection from {@code connectionFactory}. Cold: nothing happens until subscription; the
-     * connection is closed on completion, error and cancellation. An invalid prefix is signalled
-     * as {@code Mono.error(InvalidConfigException)}, a null factory as
-     * {@code Mono.error(NullPointerException)}.
+     * connection from {@code connectionFactory}.
+     *
+     * <p>Cold: nothing happens until subscription, and each subscription applies the schema
+     * again (a no-op once it is current). Completes on the driver's thread once the transaction
+     * has committed; the connection is closed on completion, error and cancellation, and
+     * cancelling rolls the transaction back. Errors: an invalid prefix as
+     * {@link InvalidConfigException}, a {@code null} factory as {@code NullPointerException}, and
+     * the statements' own failures (the transaction is then rolled back).
      *
      * <p>The statements run in one transaction that first takes an advisory lock named for the
      * table, so services starting together may all apply the schema: concurrent
@@ -194,6 +260,10 @@ public final class WorkQueueMigrations {
      * keeping every item; a table already there is left alone (not even locked), so services may
      * call this at every start while others run. A table from a newer release than this one is
      * also left alone.
+     *
+     * @param connectionFactory where to create the table
+     * @param tablePrefix       the table prefix, {@code ""} for the default table
+     * @return a cold {@code Mono} that completes once the table is current
      */
     public static Mono<Void> apply(ConnectionFactory connectionFactory, String tablePrefix) {
         return Mono.defer(() -> {

@@ -1,4 +1,7 @@
-/** See {@link io.workqueue.ReactiveWorkQueue}. */
+/**
+ * The schema of the queue table, for applying it at start-up or handing it to a migration tool:
+ * {@link io.workqueue.migrations.WorkQueueMigrations}.
+ */
 @NullMarked
 package io.workqueue.migrations;
 

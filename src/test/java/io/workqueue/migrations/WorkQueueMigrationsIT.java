@@ -9,6 +9,9 @@ import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryMetadata;
 import io.r2dbc.spi.ConnectionFactoryOptions;
 import io.workqueue.InvalidConfigException;
+import io.workqueue.Item;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueConfig;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -172,6 +175,38 @@ class WorkQueueMigrationsIT {
         apply.block(TIMEOUT);
         assertEquals(2, factory.creates.get());
         assertEquals(1, tables(prefix + "_work_queue_items"));
+    }
+
+    // ------------------------------------------------------------------ the prefix stated once
+
+    @Test
+    void applyWithAConfigCreatesTheTableOfItsPrefixAndTheQueueUsesIt() {
+        String prefix = TestDatabase.uniquePrefix();
+        WorkQueueConfig config = WorkQueueConfig.builder(TestDatabase.uniqueName("once")).tablePrefix(prefix).build();
+        CountingFactory factory = new CountingFactory(TestDatabase.pool());
+
+        Mono<Void> apply = WorkQueueMigrations.apply(factory, config);
+        assertEquals(0, factory.creates.get(), "cold, like the prefix form");
+        StepVerifier.create(apply).expectComplete().verify(TIMEOUT);
+
+        assertEquals(1, tables(prefix + "_work_queue_items"));
+        StepVerifier.create(WorkQueueMigrations.version(TestDatabase.pool(), config))
+                .expectNext(WorkQueueMigrations.SCHEMA_VERSION).expectComplete().verify(TIMEOUT);
+        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(TestDatabase.pool(), String.class).config(config).build();
+        queue.enqueueKeys("a").block(TIMEOUT);
+        assertEquals(List.of("a"), queue.claim(1, Duration.ofMinutes(1)).block(TIMEOUT).stream().map(Item::key).toList());
+    }
+
+    @Test
+    void aMissingConfigIsABadArgumentSignalledAtSubscription() {
+        CountingFactory factory = new CountingFactory(TestDatabase.pool());
+
+        Mono<Void> apply = WorkQueueMigrations.apply(factory, (WorkQueueConfig) null); // not thrown at the call
+        Mono<Integer> version = WorkQueueMigrations.version(factory, (WorkQueueConfig) null);
+
+        StepVerifier.create(apply).expectError(NullPointerException.class).verify(TIMEOUT);
+        StepVerifier.create(version).expectError(NullPointerException.class).verify(TIMEOUT);
+        assertEquals(0, factory.creates.get());
     }
 
     /** Delegates to a real factory, counting connection requests. */

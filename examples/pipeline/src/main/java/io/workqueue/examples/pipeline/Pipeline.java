@@ -103,13 +103,14 @@ public final class Pipeline {
                 .channel(CHANNEL)
                 .build();
         try {
-            WorkQueueMigrations.apply(pool, TABLE_PREFIX).block(Duration.ofSeconds(30));
             // A fresh queue name per run, so runs against a shared server never see each other's rows.
+            WorkQueueConfig config = WorkQueueConfig.builder("pipeline-" + Long.toHexString(System.nanoTime()))
+                    .tablePrefix(TABLE_PREFIX)
+                    .notifyChannel(CHANNEL)
+                    .build();
+            WorkQueueMigrations.apply(pool, config).block(Duration.ofSeconds(30));
             ReactiveWorkQueue<Long> queue = ReactiveWorkQueue.builder(pool, Long.class)
-                    .config(WorkQueueConfig.builder("pipeline-" + Long.toHexString(System.nanoTime()))
-                            .tablePrefix(TABLE_PREFIX)
-                            .notifyChannel(CHANNEL)
-                            .build())
+                    .config(config)
                     .wakeups(listener.wakeups())
                     .build();
 

@@ -66,18 +66,19 @@ public final class TileFleet {
 
     private boolean run(DemoDatabase database, int side, int workerCount) {
         ConnectionPool pool = database.pool(8);
-        String prefix = "tiles_demo";
-        WorkQueueMigrations.apply(pool, prefix).block(Duration.ofSeconds(30));
+        String name = "tiles-" + Long.toHexString(System.nanoTime());
+        WorkQueueConfig config = WorkQueueConfig.builder(name)
+                .tablePrefix("tiles_demo")
+                .notifyChannel("tiles_demo_work")
+                .build();
+        // The table comes from the same config the queue uses: the prefix is stated once.
+        WorkQueueMigrations.apply(pool, config).block(Duration.ofSeconds(30));
 
         PgNotificationListener listener = PgNotificationListener.builder(database.plainFactory())
-                .channel("tiles_demo_work")
+                .channel(config.notifyChannel())
                 .build();
-        String name = "tiles-" + Long.toHexString(System.nanoTime());
         ReactiveWorkQueue<TileKey> queue = ReactiveWorkQueue.builder(pool, TileKey.class)
-                .config(WorkQueueConfig.builder(name)
-                        .tablePrefix(prefix)
-                        .notifyChannel("tiles_demo_work")
-                        .build())
+                .config(config)
                 .wakeups(listener.wakeups())
                 .build();
 
