@@ -3,7 +3,9 @@ package io.workqueue;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.List;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
@@ -19,17 +21,28 @@ import reactor.core.publisher.Mono;
  *
  * <p><b>Reactive contract.</b> Every {@code Mono} and {@code Flux} returned is cold: nothing
  * touches the database until subscription, and each subscription performs the operation once. Bad
- * arguments are signalled as {@code onError} at subscription, never thrown by the call. No method
- * blocks; results are emitted on the driver's event-loop threads, so downstream code must not block
- * there either. Cancelling a subscriber never leaves the queue inconsistent: at worst a lease lapses
- * and an item is handed out again.
+ * arguments (a {@code null} collection, a non-positive lease) are signalled as {@code onError} at
+ * subscription ({@code NullPointerException}, {@code IllegalArgumentException}), never thrown by
+ * the call; a key that cannot be stored is an {@link InvalidKeyException}, likewise at
+ * subscription. No method blocks; results are emitted on the driver's event-loop threads (or, for
+ * timers, on the builder's {@linkplain WorkQueueBuilder#timer timer}), so downstream code must not
+ * block there either. Cancelling a subscriber never leaves the queue inconsistent: at worst a lease
+ * lapses and an item is handed out again. Each method below says what its cancellation does.
  *
  * <p><b>Errors.</b> Database errors that are not retried surface as the driver's
- * {@code R2dbcException}. Writes that PostgreSQL asks to retry (SQLSTATE 40001, 40P01) are retried
- * up to {@link WorkQueueConfig#writeAttempts()} runs.
+ * {@code R2dbcException}, or as a {@link WorkQueueException} with it as the cause. Writes that
+ * PostgreSQL asks to retry (SQLSTATE 40001, 40P01) are retried up to
+ * {@link WorkQueueConfig#writeAttempts()} runs.
+ *
+ * <p><b>Varargs.</b> {@code enqueue} has fixed-arity forms for one, two and three entries: a call
+ * with more entries goes to the varargs form, which creates a generic array and so draws an
+ * "unchecked generic array creation" warning at the call site (an interface method cannot be
+ * {@code @SafeVarargs}); pass a {@code List.of(...)} to avoid it. The key varargs
+ * ({@code enqueueKeys}, {@code complete}, {@code release}, {@code remove}) warn only when the key
+ * type is itself generic.
  *
  * <p>Instances are thread-safe. One instance per logical queue and process is the intended shape:
- * the group commit and the wake floor are per instance.
+ * the group commits and the wake floor are per instance.
  *
  * @param <K> the key type
  */
@@ -50,46 +63,125 @@ public interface ReactiveWorkQueue<K> {
 
     /**
      * Starts building a queue over {@code connectionFactory} (plain or pooled; a pool is strongly
-     * advised) for keys of {@code keyType}.
+     * advised) for keys of {@code keyType}. Nothing is checked or connected here: the builder's
+     * {@link WorkQueueBuilder#build()} checks everything, a {@code null} argument included.
+     *
+     * @param connectionFactory where the queue's connections come from; a PostgreSQL factory
+     * @param keyType           the class of the keys, which picks the default {@link KeyCodec}
+     * @param <K>               the key type
+     * @return a new builder
      */
     static <K> WorkQueueBuilder<K> builder(ConnectionFactory connectionFactory, Class<K> keyType) {
         return new WorkQueueBuilder<>(connectionFactory, keyType);
     }
 
-    /** The logical queue this instance serves: {@link WorkQueueConfig#name()}. */
+    /**
+     * The logical queue this instance serves.
+     *
+     * @return {@link WorkQueueConfig#name()} of the queue's configuration
+     */
     String name();
 
     /**
      * Enqueues entries through the group commit: enqueues on this instance are merged into one
      * upsert, and exactly one upsert is in flight at a time; what arrives meanwhile rides the next
      * upserts in arrival order, at most {@link WorkQueueConfig#maxWriteBatch()} entries each (one
-     * call with more goes alone, unsplit). Entries naming the same
-     * key merge first (highest priority, shortest delay), the same rule the upsert applies to a row
-     * already in the table: on an outstanding item priority only rises and availability only moves
-     * earlier, attempts and last error are kept and a live lease is not revoked; a completed item is
-     * restarted with the new priority and delay, attempts reset and last error cleared. An enqueue
-     * that lands on a live lease also marks the item, so that completing that lease runs it once
-     * more (see {@link #complete(Collection)}): an enqueue during a lease is never lost.
+     * call with more goes alone, unsplit). Entries naming the same key merge first (highest
+     * priority, shortest delay), the same rule the upsert applies to a row already in the table: on
+     * an outstanding item priority only rises and availability only moves earlier, attempts and
+     * last error are kept and a live lease is not revoked; a completed item is restarted with the
+     * new priority and delay, attempts reset and last error cleared. An enqueue that lands on a
+     * live lease also marks the item, so that completing that lease runs it once more (see
+     * {@link #complete(Collection)}): an enqueue during a lease is never lost.
      *
-     * <p>The returned {@code Mono} completes once the upsert carrying these rows has committed, so
-     * enqueue-then-claim sees the keys. Cancelling it stops waiting but does not cancel the shared
-     * write. A failed write fails every caller in its batch. Signals {@link InvalidKeyException} for
-     * a bad key (nothing of this call is written), {@link QueueClosedException} after
-     * {@link #close()}, and a {@link WriteTimeoutException} if the write carrying it outlives
-     * {@link WorkQueueConfig#enqueueTimeout()}. That timeout bounds one write, not this call: behind
-     * a backlog the call first waits for the writes ahead of it, so its worst case is (writes ahead
-     * of it + 1) × {@code enqueueTimeout}. An empty collection completes at once.
+     * <p>Cold: subscribing encodes and vets the keys and submits them to the group commit; each
+     * subscription submits them again (which is harmless: enqueue is idempotent). The
+     * {@code Mono} completes, on a driver thread, once the upsert carrying these rows has
+     * committed, so enqueue-then-claim sees the keys. Cancelling it stops waiting but does not
+     * cancel the shared write: the rows may still land.
+     *
+     * <p>Errors: {@link InvalidKeyException} for a bad key (nothing of this call is written, and
+     * it never joins a shared write); {@code NullPointerException} for a {@code null} collection
+     * or entry; {@link QueueClosedException} after {@link #close()}; the write's own failure,
+     * which fails every caller in its batch; and {@link WriteTimeoutException} if the write
+     * carrying it outlives {@link WorkQueueConfig#writeTimeout()}. That timeout bounds one write,
+     * not this call: behind a backlog the call first waits for the writes ahead of it, so its worst
+     * case is (writes ahead of it + 1) × {@code writeTimeout}. An empty collection completes at
+     * once, touching nothing.
+     *
+     * @param entries the entries to enqueue; not retained after subscription
+     * @return a cold {@code Mono} that completes once the entries are durable
      */
     Mono<Void> enqueue(Collection<Entry<K>> entries);
 
-    /** Varargs form of {@link #enqueue(Collection)}. */
+    /**
+     * Enqueues one entry: {@link #enqueue(Collection)} of a list holding {@code entry}. A
+     * fixed-arity form, so the call draws no generic-array warning.
+     *
+     * @param entry the entry to enqueue; {@code null} is signalled at subscription
+     * @return a cold {@code Mono} that completes once the entry is durable; see
+     *         {@link #enqueue(Collection)}
+     */
+    default Mono<Void> enqueue(Entry<K> entry) {
+        return enqueue(Collections.singletonList(entry));
+    }
+
+    /**
+     * Enqueues two entries: {@link #enqueue(Collection)} of a list holding them. A fixed-arity
+     * form, so the call draws no generic-array warning.
+     *
+     * @param first  an entry to enqueue
+     * @param second another entry to enqueue
+     * @return a cold {@code Mono} that completes once the entries are durable; see
+     *         {@link #enqueue(Collection)}
+     */
+    default Mono<Void> enqueue(Entry<K> first, Entry<K> second) {
+        return enqueue(Arrays.asList(first, second));
+    }
+
+    /**
+     * Enqueues three entries: {@link #enqueue(Collection)} of a list holding them. A fixed-arity
+     * form, so the call draws no generic-array warning.
+     *
+     * @param first  an entry to enqueue
+     * @param second another entry to enqueue
+     * @param third  a third entry to enqueue
+     * @return a cold {@code Mono} that completes once the entries are durable; see
+     *         {@link #enqueue(Collection)}
+     */
+    default Mono<Void> enqueue(Entry<K> first, Entry<K> second, Entry<K> third) {
+        return enqueue(Arrays.asList(first, second, third));
+    }
+
+    /**
+     * Varargs form of {@link #enqueue(Collection)}, reached by calls with four or more entries
+     * (fewer go to the fixed-arity forms). Such a call creates a generic array and so draws an
+     * "unchecked generic array creation" warning at the call site; {@code enqueue(List.of(...))}
+     * draws none. A {@code null} array is signalled at subscription.
+     *
+     * @param entries the entries to enqueue; the array is read at subscription, not copied
+     * @return a cold {@code Mono} that completes once the entries are durable; see
+     *         {@link #enqueue(Collection)}
+     */
     @SuppressWarnings("unchecked")
     Mono<Void> enqueue(Entry<K>... entries);
 
-    /** Enqueues keys with priority 0 and no delay; see {@link #enqueue(Collection)}. */
+    /**
+     * Enqueues keys with priority 0 and no delay: {@link #enqueue(Collection)} of
+     * {@link Entry#of} each key, with the same group commit, completion, cancellation and errors.
+     *
+     * @param keys the keys to enqueue
+     * @return a cold {@code Mono} that completes once the keys are durable
+     */
     Mono<Void> enqueueKeys(Collection<K> keys);
 
-    /** Varargs form of {@link #enqueueKeys(Collection)}. */
+    /**
+     * Varargs form of {@link #enqueueKeys(Collection)}. Warning-free at the call site unless the
+     * key type is itself generic.
+     *
+     * @param keys the keys to enqueue; a {@code null} array is signalled at subscription
+     * @return a cold {@code Mono} that completes once the keys are durable
+     */
     @SuppressWarnings("unchecked")
     Mono<Void> enqueueKeys(K... keys);
 
@@ -98,6 +190,18 @@ public interface ReactiveWorkQueue<K> {
      * bypassing the group commit: the rows commit or roll back with the caller's transaction. Same
      * merge rule, statement and lock order as {@link #enqueue(Collection)}. The connection is
      * neither closed nor committed. Allowed after {@link #close()}, since no shared state is used.
+     *
+     * <p>Cold: subscribing runs the one upsert on {@code connection}; the {@code Mono} completes
+     * on a driver thread when the statement has run (not committed: that is the caller's). Errors:
+     * {@link InvalidKeyException} (nothing is written), {@code NullPointerException} for a
+     * {@code null} connection, collection or entry, and the statement's own failure, which leaves
+     * the caller's transaction to roll back. Cancelling abandons the statement's result; whether
+     * its rows stay is up to the caller's transaction. Not bounded by
+     * {@link WorkQueueConfig#writeTimeout()}: the caller owns the connection, and its timeouts.
+     *
+     * @param connection the caller's connection, with or without an open transaction
+     * @param entries    the entries to enqueue
+     * @return a cold {@code Mono} that completes once the upsert has run on {@code connection}
      */
     Mono<Void> enqueue(Connection connection, Collection<Entry<K>> entries);
 
@@ -108,29 +212,36 @@ public interface ReactiveWorkQueue<K> {
      * that point (a lapsed lease, a transactional enqueue committed late, a raised priority, a band
      * only other processes write) is handed out by the instance's next sweep, a claim from the head
      * in exact order, run at least every 200 ms but at most 1/50 of the claim time (README,
-     * "Guarantees"). {@code limit <= 0} or above
-     * {@link WorkQueueConfig#maxClaimBatch()} means {@code maxClaimBatch}. Rows locked by a
-     * concurrent claimer are skipped and replaced, so a short batch means the queue is nearly
-     * drained. An empty queue gives an empty list. {@code lease} must be positive, else
-     * {@code IllegalArgumentException}; a lease longer than {@link #MAX_DURATION} is one of
-     * {@code MAX_DURATION}. A claim that PostgreSQL aborts as a deadlock (possible,
-     * rarely, when a row's updater commits as the claim meets it) leased nothing and is retried
-     * like a write.
+     * "Guarantees"). {@code limit <= 0} or above {@link WorkQueueConfig#maxClaimBatch()} means
+     * {@code maxClaimBatch}. Rows locked by a concurrent claimer are skipped and replaced, so a
+     * short batch means the queue is nearly drained. A lease longer than {@link #MAX_DURATION} is
+     * one of {@code MAX_DURATION}. A claim that PostgreSQL aborts as a deadlock (possible, rarely,
+     * when a row's updater commits as the claim meets it) leased nothing and is retried like a
+     * write.
      *
      * <p><b>Claims merge.</b> One leasing statement (this, or {@link #completeAndClaim}) is in
      * flight per queue instance at a time; claims for the same lease that arrive meanwhile ride the
      * next statement together, their limits added up (within {@code maxClaimBatch}), and each gets
      * its own items, in claim order, as many as it asked for. So however many loops of a process
      * claim, they never race each other over the same rows, and they share one statement's cost.
-     * A statement that does not finish within {@link WorkQueueConfig#enqueueTimeout()} is
-     * cancelled on the server and fails with {@link WriteTimeoutException} (it leased nothing, or
-     * its leases lapse).
+     *
+     * <p>Cold: subscribing submits the claim to the leasing group commit; the {@code Mono} emits
+     * the leased items (an empty list when nothing is due, never an error) on a driver thread.
+     * Errors: {@code IllegalArgumentException} for a lease that is not positive or {@code null};
+     * {@link WriteTimeoutException} when the statement does not finish within
+     * {@link WorkQueueConfig#writeTimeout()} (it is cancelled on the server: it leased nothing, or
+     * its leases lapse); the statement's own failure otherwise.
      *
      * <p><b>Cancellation.</b> Cancelling before the statement carrying this claim starts drops the
      * claim; cancelling while it runs cancels it on the server if no other claim rides it, and
      * otherwise undoes this claim's share as soon as it commits (the leases go back to what they
      * were, and the attempts are not counted). Cancelling after the items were emitted leaves their
      * leases to lapse.
+     *
+     * @param limit the most items to lease; 0 or less, or more than {@code maxClaimBatch}, means
+     *              {@code maxClaimBatch}
+     * @param lease how long the items are leased, on the database clock; positive
+     * @return a cold {@code Mono} of the leased items, in claim order
      */
     Mono<List<Item<K>>> claim(int limit, Duration lease);
 
@@ -143,8 +254,22 @@ public interface ReactiveWorkQueue<K> {
      * calls on one instance (the workers of {@link #process}) share one statement, which completes
      * every key they name and then leases for all of them; this call's completion is then committed
      * together with theirs, and waits for their row locks too. Retried like the other writers on
-     * 40001/40P01. Emits the leased items (possibly none). A key enqueued again during its lease is handed back
-     * as {@link #complete(Collection)} describes; this statement does not claim it, the next does.
+     * 40001/40P01. A key enqueued again during its lease is handed back as
+     * {@link #complete(Collection)} describes; this statement does not claim it, the next does.
+     *
+     * <p>Cold: subscribing submits the request to the leasing group commit; the {@code Mono} emits
+     * the leased items (possibly none) on a driver thread once the transaction has committed.
+     * Errors: {@code IllegalArgumentException} for a lease that is not positive;
+     * {@code NullPointerException} for a {@code null} collection; {@link InvalidKeyException} for
+     * a key that cannot be stored (nothing is completed or claimed); {@link WriteTimeoutException}
+     * past {@link WorkQueueConfig#writeTimeout()} (outcome unknown: the completion may have
+     * committed, and completing again is harmless). Cancellation is {@link #claim}'s; a completion
+     * already sent may still commit.
+     *
+     * @param completed the keys to complete first; unknown and completed keys are ignored
+     * @param limit     the most items to lease, as in {@link #claim}
+     * @param lease     how long the items are leased; positive
+     * @return a cold {@code Mono} of the leased items, in claim order
      */
     Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease);
 
@@ -154,6 +279,9 @@ public interface ReactiveWorkQueue<K> {
      * {@link #completeAndClaim} (so a busy worker pays one statement per round for completing and
      * claiming), and releases failures after {@link WorkerOptions#backoff()} of their attempts,
      * recording the error. A handler succeeds when its publisher completes.
+     *
+     * <p>Cold: nothing is claimed until subscription, and each subscription is a worker of its
+     * own. The {@code Flux} never completes by itself.
      *
      * <p><b>What a handler's failure does.</b> Whatever goes wrong in a handler fails its own item
      * only: the publisher signalling an error, {@code handler} throwing any exception or any
@@ -173,10 +301,12 @@ public interface ReactiveWorkQueue<K> {
      * <p><b>Database errors.</b> After a short claim it waits with
      * {@link #awaitWork(Duration) awaitWork(poll)}. Transient failures — a lost connection, SQLSTATE
      * 40001 or 40P01, an acknowledgement that did not commit within
-     * {@link WorkQueueConfig#enqueueTimeout()} ({@link WriteTimeoutException}) — are logged and
+     * {@link WorkQueueConfig#writeTimeout()} ({@link WriteTimeoutException}) — are logged and
      * retried with bounded back-off, keeping the acknowledgements; any other error terminates the
      * stream (unacknowledged items then lapse and are handed out again). A stored key the codec can
-     * no longer decode never reaches the handler (see {@link KeyDecodingException}).
+     * no longer decode never reaches the handler (see {@link KeyDecodingException}). A
+     * {@code null} handler or options are signalled as {@code NullPointerException} at
+     * subscription.
      *
      * <p><b>Cancellation</b> stops claiming: running handlers are not cancelled, and what they
      * finish is still completed (retried like any acknowledgement). Items leased by a round that was
@@ -184,6 +314,11 @@ public interface ReactiveWorkQueue<K> {
      *
      * <p>Handlers are called on the driver's event-loop threads: a handler that blocks must move its
      * work elsewhere itself (e.g. {@code subscribeOn(Schedulers.boundedElastic())}).
+     *
+     * @param handler does the work of one item; its publisher's completion is success, its error
+     *                failure; what it emits is ignored
+     * @param options the worker's concurrency, lease, poll, claim batch and back-off
+     * @return a cold, endless {@code Flux} of the items whose completion has committed
      */
     Flux<Item<K>> process(Function<Item<K>, ? extends Publisher<?>> handler, WorkerOptions options);
 
@@ -191,27 +326,35 @@ public interface ReactiveWorkQueue<K> {
      * An endless stream of leased items paced by demand: it never leases more items than downstream
      * has requested and not yet received, capped per statement by
      * {@link WorkQueueConfig#maxClaimBatch()}. When a claim comes back short it waits with
-     * {@link #awaitWork(Duration) awaitWork(poll)} before claiming again. A transient failure (a
-     * lost connection, SQLSTATE 40001, 40P01; only the driver's and the network's own failures
-     * count) is logged and retried with bounded exponential back-off, and the stream continues; any
-     * other error terminates it. A stored key the codec can no longer decode is set aside, never
-     * emitted (see {@link KeyDecodingException}). Cancellation stops claiming, and a claim in flight
-     * is cancelled on the server or, if it shares its statement with other claims, undone (see
-     * {@link #claim}). Emits on driver threads. {@code lease} and {@code poll} follow the rules
-     * of {@link #claim} and {@link #awaitWork}.
+     * {@link #awaitWork(Duration) awaitWork(poll)} before claiming again. A stored key the codec
+     * can no longer decode is set aside, never emitted (see {@link KeyDecodingException}).
+     * {@code lease} and {@code poll} follow the rules of {@link #claim} and {@link #awaitWork}.
+     *
+     * <p>Cold: nothing is claimed until subscription, and each subscription claims for itself. It
+     * never completes by itself. Emits on driver threads. Errors: a transient failure (a lost
+     * connection, SQLSTATE 40001, 40P01; only the driver's and the network's own failures count)
+     * is logged and retried with bounded exponential back-off, and the stream continues; any other
+     * error terminates it, and so does a lease or poll that is not positive
+     * ({@code IllegalArgumentException}). Cancellation stops claiming, and a claim in flight is
+     * cancelled on the server or, if it shares its statement with other claims, undone (see
+     * {@link #claim}); items already emitted keep their leases until they lapse or are completed.
      *
      * <p><b>Demand is the batch size.</b> Operators that request unbounded demand — {@code next()},
      * {@code blockFirst()}, {@code subscribe()} without a subscriber of your own, {@code take(n, false)}
      * — make it lease {@code maxClaimBatch} items per statement, and whatever the operator then
      * drops lapses unprocessed. For one item use {@code claim(1, lease)}; for a few, {@code take(n)}
      * (which requests only {@code n}) or {@code limitRate(n)}.
+     *
+     * @param lease how long each item is leased; positive
+     * @param poll  the longest wait between claims while the queue is empty; positive
+     * @return a cold, endless {@code Flux} of leased items
      */
     Flux<Item<K>> claimStream(Duration lease, Duration poll);
 
     /**
      * Marks items completed (kept until reaped), drops their leases and clears their last errors;
      * with {@link WorkQueueConfig#deleteOnComplete()} it deletes their rows instead. Unknown and
-     * already-completed keys are ignored; idempotent. Emits how many items this call completed.
+     * already-completed keys are ignored; idempotent.
      *
      * <p>An item enqueued again while it was leased is not completed: the work its lease did may
      * predate that enqueue, so it is handed back to run once more (however many enqueues arrived),
@@ -225,49 +368,121 @@ public interface ReactiveWorkQueue<K> {
      * merged into one lock-ordered statement, with one in flight at a time, so many workers
      * acknowledging small batches cost one transaction per round instead of one each. A key named by
      * two concurrent calls is counted for one of them only, so the counts add up to the items
-     * completed. Cancelling stops waiting but does not cancel the shared write (the items may still
-     * be completed); a failed write fails every caller in its batch, and a write that outlives
-     * {@link WorkQueueConfig#enqueueTimeout()} fails with {@link WriteTimeoutException}. Writes
-     * carry at most {@link WorkQueueConfig#maxWriteBatch()} keys, taken in arrival order, and the
-     * timeout bounds one write: a call behind others waits for them first, so its worst case is
-     * (writes ahead of it + 1) × {@code enqueueTimeout}. Retryable
-     * conflicts (40001, 40P01) are retried up to {@link WorkQueueConfig#writeAttempts()}. An empty
-     * collection emits 0 at once. Unlike enqueue, complete keeps working after {@link #close()}.
+     * completed. Writes carry at most {@link WorkQueueConfig#maxWriteBatch()} keys, taken in arrival
+     * order. Unlike enqueue, complete keeps working after {@link #close()}.
+     *
+     * <p>Cold: subscribing vets the keys and submits them; the {@code Mono} emits, on a driver
+     * thread, how many items this call completed once the write has committed. Cancelling stops
+     * waiting but does not cancel the shared write (the items may still be completed). Errors:
+     * {@link InvalidKeyException} and {@code NullPointerException} for bad keys (nothing of this
+     * call is written); the write's own failure, which fails every caller in its batch, after
+     * retryable conflicts (40001, 40P01) were retried up to
+     * {@link WorkQueueConfig#writeAttempts()}; {@link WriteTimeoutException} when the write outlives
+     * {@link WorkQueueConfig#writeTimeout()} (the timeout bounds one write: a call behind others
+     * waits for them first, so its worst case is (writes ahead of it + 1) × {@code writeTimeout}).
+     * An empty collection emits 0 at once.
+     *
+     * @param keys the keys of the items to complete
+     * @return a cold {@code Mono} of how many items this call completed
      */
     Mono<Long> complete(Collection<K> keys);
 
-    /** Varargs form of {@link #complete(Collection)}. */
+    /**
+     * Varargs form of {@link #complete(Collection)}. Warning-free at the call site unless the key
+     * type is itself generic.
+     *
+     * @param keys the keys of the items to complete; a {@code null} array is signalled at
+     *             subscription
+     * @return a cold {@code Mono} of how many items this call completed
+     */
     @SuppressWarnings("unchecked")
     Mono<Long> complete(K... keys);
 
     /**
      * Hands items back: drops their leases and makes them available after {@code delay} (negative
-     * means now, longer than {@link #MAX_DURATION} means {@code MAX_DURATION}), recording {@code cause}'s message (bounded to 1024 characters; {@code null} stores
-     * none) as the last error. Attempts are kept; completed items are not touched. An enqueue
-     * during the lease is absorbed: the release runs the item again anyway, after its delay. Emits
-     * how many items were released.
+     * means now, longer than {@link #MAX_DURATION} means {@code MAX_DURATION}), recording
+     * {@code cause}'s message (bounded to 1024 characters; {@code null} stores none) as the last
+     * error. Attempts are kept; completed items are not touched. An enqueue during the lease is
+     * absorbed: the release runs the item again anyway, after its delay.
+     *
+     * <p>Cold: subscribing runs one lock-ordered statement (not group-committed); the {@code Mono}
+     * emits on a driver thread how many items were released. Errors: {@link InvalidKeyException}
+     * and {@code NullPointerException} for bad keys or a {@code null} delay (nothing is written);
+     * the statement's own failure, after retryable conflicts were retried. Cancelling mid-statement
+     * cancels the statement on the server, but it may already have committed: the items may still
+     * be released.
+     *
+     * @param delay how long until the items are due again
+     * @param cause why they are handed back, stored as their last error; may be {@code null}
+     * @param keys  the keys of the items to release
+     * @return a cold {@code Mono} of how many items were released
      */
     Mono<Long> release(Duration delay, @Nullable Throwable cause, Collection<K> keys);
 
-    /** Varargs form of {@link #release(Duration, Throwable, Collection)}. */
+    /**
+     * Varargs form of {@link #release(Duration, Throwable, Collection)}. Warning-free at the call
+     * site unless the key type is itself generic.
+     *
+     * @param delay how long until the items are due again
+     * @param cause why they are handed back; may be {@code null}
+     * @param keys  the keys of the items to release; a {@code null} array is signalled at
+     *              subscription
+     * @return a cold {@code Mono} of how many items were released
+     */
     @SuppressWarnings("unchecked")
     Mono<Long> release(Duration delay, @Nullable Throwable cause, K... keys);
 
-    /** Deletes items whether leased, pending or completed. Emits how many rows were deleted. */
+    /**
+     * Deletes items whether leased, pending or completed.
+     *
+     * <p>Cold: subscribing runs one lock-ordered delete; the {@code Mono} emits on a driver thread
+     * how many rows were deleted. Errors: {@link InvalidKeyException} and
+     * {@code NullPointerException} for bad keys (nothing is deleted); the statement's own failure,
+     * after retryable conflicts were retried. Cancelling mid-statement cancels the statement on
+     * the server, but it may already have committed: the rows may still be deleted.
+     *
+     * @param keys the keys of the items to delete
+     * @return a cold {@code Mono} of how many rows were deleted
+     */
     Mono<Long> remove(Collection<K> keys);
 
-    /** Varargs form of {@link #remove(Collection)}. */
+    /**
+     * Varargs form of {@link #remove(Collection)}. Warning-free at the call site unless the key
+     * type is itself generic.
+     *
+     * @param keys the keys of the items to delete; a {@code null} array is signalled at
+     *             subscription
+     * @return a cold {@code Mono} of how many rows were deleted
+     */
     @SuppressWarnings("unchecked")
     Mono<Long> remove(K... keys);
 
     /**
      * Deletes completed items older than {@link WorkQueueConfig#retention()}, at most
-     * {@link WorkQueueConfig#reapBatchSize()} per call, skipping rows another transaction holds.
-     * Emits how many were deleted; call again while it returns the batch size.
+     * {@link WorkQueueConfig#reapBatchSize()} per call, skipping rows another transaction holds;
+     * call again while it returns the batch size. Safe to run from every instance at once.
+     *
+     * <p>Cold: subscribing runs one delete; the {@code Mono} emits on a driver thread how many
+     * rows were deleted. Errors: the statement's own failure, after retryable conflicts were
+     * retried. Cancelling mid-statement cancels the statement on the server (it may already have
+     * committed).
+     *
+     * @return a cold {@code Mono} of how many rows were deleted
      */
     Mono<Long> reap();
 
-    /** A health snapshot, read in one statement; see {@link Stats}. */
+    /**
+     * A health snapshot of this queue, read in one statement on the database clock; see
+     * {@link Stats}. Also sets the {@code workqueue.depth}, {@code .ready}, {@code .stalled} and
+     * {@code .oldest.ready.age} gauges when metrics are recorded. Reads every row of the queue,
+     * history included, so call it every few seconds at most.
+     *
+     * <p>Cold: subscribing runs the statement; the {@code Mono} emits the snapshot on a driver
+     * thread. Errors: the statement's own failure. Cancelling mid-statement cancels the read on
+     * the server.
+     *
+     * @return a cold {@code Mono} of the snapshot
+     */
     Mono<Stats> stats();
 
     /**
@@ -276,31 +491,50 @@ public interface ReactiveWorkQueue<K> {
      * transaction, a long report, {@code pg_dump}) keeps every row version the queue's churn leaves
      * behind: the table and its indexes grow, and sweeps and reaps, which read from the head of an
      * index, slow down while it lasts (claims read from cursors and do not): call this beside
-     * {@link #stats()} and alert on
-     * {@link Horizon#oldestTransactionAge()}. Logs a WARN, at most once a minute per instance,
-     * while it is older than {@link WorkQueueConfig#horizonWarning()}, and feeds the
-     * {@code workqueue.horizon.age} gauge. Seeing other roles' sessions needs
+     * {@link #stats()} and alert on {@link Horizon#oldestTransactionAge()}. Logs a WARN, at most
+     * once a minute per instance, while it is older than {@link WorkQueueConfig#horizonWarning()},
+     * and feeds the {@code workqueue.horizon.age} gauge. Seeing other roles' sessions needs
      * {@code pg_read_all_stats} (or superuser); without it only this role's count.
+     *
+     * <p>Cold: subscribing runs the statement; the {@code Mono} emits the reading on a driver
+     * thread. Errors: the statement's own failure. Cancelling mid-statement cancels the read on
+     * the server.
+     *
+     * @return a cold {@code Mono} of the reading
      */
     Mono<Horizon> horizon();
 
     /**
-     * Completes when a wakeup arrives from the builder's wakeup source, or when {@code poll}
-     * elapses, whichever comes first. Wakeups complete waits at most once per
+     * Waits for work: completes when a wakeup arrives from the builder's wakeup source, or when
+     * {@code poll} elapses, whichever comes first. Wakeups complete waits at most once per
      * {@link WorkQueueConfig#minWakeInterval()} on this instance: a wake inside the floor is held
      * for the rest of the interval, not dropped, and a wake that arrives while nobody waits is kept
-     * for the next wait. Without a wakeup source it is a plain delay. {@code poll} must be positive,
-     * else {@code IllegalArgumentException}; a poll longer than {@link #MAX_DURATION} is one of
-     * {@code MAX_DURATION}.
+     * for the next wait. Without a wakeup source it is a plain delay. A poll longer than
+     * {@link #MAX_DURATION} is one of {@code MAX_DURATION}.
+     *
+     * <p>Cold: each subscription starts its own wait (the first one also subscribes to the wakeup
+     * source). Completes empty, on the thread that delivered the wakeup or on the builder's
+     * timer. Errors: {@code IllegalArgumentException} for a poll that is not positive or
+     * {@code null}; nothing else (a failing wakeup source only stops wakeups). Cancelling withdraws
+     * the wait.
+     *
+     * @param poll the longest wait; positive
+     * @return a cold {@code Mono} that completes when there may be work
      */
     Mono<Void> awaitWork(Duration poll);
 
     /**
-     * Flushes whatever enqueues are pending, then refuses every later enqueue with
-     * {@link QueueClosedException}. Idempotent: every call completes once the flush has (the flush
-     * also covers merged {@link #complete} calls already submitted). Other methods keep working, so
-     * a worker may still complete what it holds. Unlike the rest of this
-     * interface, closing starts when the method is called; the {@code Mono} only reports the flush.
+     * Closes the queue to enqueues: flushes whatever enqueues are pending, then refuses every later
+     * enqueue with {@link QueueClosedException}. Idempotent: every call completes once the flush
+     * has (the flush also covers merged {@link #complete} calls already submitted). Other methods
+     * keep working, so a worker may still complete what it holds.
+     *
+     * <p>Unlike the rest of this interface, closing starts when the method is called, subscribed or
+     * not; the {@code Mono} only reports the flush, completing on a driver thread (or at once when
+     * nothing was pending). Errors: none of its own; a pending write that fails fails its own
+     * callers, not this. Cancelling stops waiting; the queue stays closed and the flush goes on.
+     *
+     * @return a {@code Mono} that completes once pending enqueues are flushed
      */
     Mono<Void> close();
 }
