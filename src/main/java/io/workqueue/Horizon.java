@@ -2,6 +2,7 @@ package io.workqueue;
 
 import java.time.Duration;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What is holding back the database's MVCC horizon: the oldest transaction whose snapshot keeps
@@ -12,7 +13,10 @@ import java.util.Objects;
  * longer it lasts. {@link ReactiveWorkQueue#horizon()} reads it, and logs a WARN once it is older
  * than {@link WorkQueueConfig#horizonWarning()}.
  *
- * <p>Immutable and thread-safe. A final class rather than a record, so that it can gain fields.
+ * <p>Immutable and thread-safe. <b>Growth.</b> An output of the queue, free to gain properties: a
+ * final class, not a record, so that a later release can add an accessor without breaking code
+ * compiled against this one. The queue makes instances; {@link #of} exists for tests, fakes and
+ * mocks, and keeps its signature when properties are added. Equality is by value.
  */
 public final class Horizon {
     private final Duration oldestTransactionAge;
@@ -31,6 +35,8 @@ public final class Horizon {
      * @param oldestTransactionAge   see {@link #oldestTransactionAge()}
      * @param holderPid              see {@link #holderPid()}
      * @param replicationSlotXminAge see {@link #replicationSlotXminAge()}
+     * @return the reading
+     * @throws NullPointerException if {@code oldestTransactionAge} is {@code null}
      */
     public static Horizon of(Duration oldestTransactionAge, int holderPid, long replicationSlotXminAge) {
         return new Horizon(oldestTransactionAge, holderPid, replicationSlotXminAge);
@@ -40,6 +46,8 @@ public final class Horizon {
      * How long the oldest transaction that holds a snapshot or a transaction id in this database
      * (or a prepared transaction of it) has been open, on the database clock; {@link Duration#ZERO}
      * when there is none. Sessions of other roles are seen only with {@code pg_read_all_stats}.
+     *
+     * @return the age on the database clock; {@link Duration#ZERO} when no transaction holds it
      */
     public Duration oldestTransactionAge() {
         return oldestTransactionAge;
@@ -47,7 +55,9 @@ public final class Horizon {
 
     /**
      * The backend process id of that transaction's session, for {@code pg_stat_activity} and
-     * {@code pg_terminate_backend}; {@code 0} when there is none or it is a prepared transaction.
+     * {@code pg_terminate_backend}.
+     *
+     * @return the pid; {@code 0} when there is none or it is a prepared transaction
      */
     public int holderPid() {
         return holderPid;
@@ -55,26 +65,44 @@ public final class Horizon {
 
     /**
      * The age in transactions of the oldest {@code xmin} or {@code catalog_xmin} a replication slot
-     * holds (a standby's {@code hot_standby_feedback} arrives through its slot); {@code 0} when no
-     * slot holds one. Slots carry no start time, so this is an age in transactions, not a duration.
+     * holds (a standby's {@code hot_standby_feedback} arrives through its slot). Slots carry no
+     * start time, so this is an age in transactions, not a duration.
+     *
+     * @return the age in transactions; {@code 0} when no slot holds one
      */
     public long replicationSlotXminAge() {
         return replicationSlotXminAge;
     }
 
+    /**
+     * Whether {@code other} is a reading with the same age, pid and slot age.
+     *
+     * @param other any object, or {@code null}
+     * @return {@code true} if every property is equal
+     */
     @Override
-    public boolean equals(Object other) {
+    public boolean equals(@Nullable Object other) {
         return other instanceof Horizon that
                 && oldestTransactionAge.equals(that.oldestTransactionAge)
                 && holderPid == that.holderPid
                 && replicationSlotXminAge == that.replicationSlotXminAge;
     }
 
+    /**
+     * A hash over every property, consistent with {@link #equals}.
+     *
+     * @return the hash code
+     */
     @Override
     public int hashCode() {
         return Objects.hash(oldestTransactionAge, holderPid, replicationSlotXminAge);
     }
 
+    /**
+     * The reading's properties by name, for logs.
+     *
+     * @return {@code Horizon[oldestTransactionAge=..., holderPid=..., replicationSlotXminAge=...]}
+     */
     @Override
     public String toString() {
         return "Horizon[oldestTransactionAge=" + oldestTransactionAge + ", holderPid=" + holderPid

@@ -7,7 +7,11 @@ package io.workqueue;
 public class InvalidConfigException extends WorkQueueException {
     private static final long serialVersionUID = 1L;
 
-    /** Creates the exception with a message naming the field and the offending value. */
+    /**
+     * Creates the exception with a message naming the field and the offending value.
+     *
+     * @param message for example {@code maxClaimBatch must be at least 1 but was 0}
+     */
     public InvalidConfigException(String message) {
         super(message);
     }

@@ -24,15 +24,25 @@ public class InvalidKeyException extends WorkQueueException {
         INVALID_UNICODE
     }
 
+    /** Why the key was refused. */
     private final Reason reason;
 
-    /** Creates the exception for {@code reason}, with a message that explains it. */
+    /**
+     * Creates the exception for {@code reason}, with a message that explains it.
+     *
+     * @param reason  why the key was refused
+     * @param message what was refused and why, without the key itself when it is too long to log
+     */
     public InvalidKeyException(Reason reason, String message) {
         super(message);
         this.reason = reason;
     }
 
-    /** Why the key was refused. */
+    /**
+     * Why the key was refused, for code that reacts to the cause rather than the message.
+     *
+     * @return the reason
+     */
     public Reason reason() {
         return reason;
     }

@@ -15,10 +15,26 @@ import io.workqueue.internal.KeyCodecs;
  */
 public interface KeyCodec<K> {
 
-    /** The stored form of {@code key}. */
+    /**
+     * The stored form of {@code key}. Called on whatever thread calls the queue's method or
+     * subscribes to it; must not block. What it throws fails the call that carried the key, at
+     * subscription.
+     *
+     * @param key a key, never {@code null} (the queue refuses a null key first)
+     * @return its stored form; the queue refuses an empty, over-long or control-character
+     *         encoding with {@link InvalidKeyException}
+     */
     String encode(K key);
 
-    /** The key whose stored form is {@code encoded}. */
+    /**
+     * The key whose stored form is {@code encoded}: the inverse of {@link #encode}. Called on the
+     * driver's thread as claimed rows arrive; must not block. A stored form it cannot decode (it
+     * throws, or returns {@code null}) sets that row aside as {@link KeyDecodingException}
+     * describes, without failing the claim.
+     *
+     * @param encoded a stored form this codec (or one it is compatible with) produced
+     * @return the key, never {@code null}
+     */
     K decode(String encoded);
 
     /**
@@ -26,6 +42,10 @@ public interface KeyCodec<K> {
      * {@code name()}; {@code Integer}, {@code Long} and {@code UUID} by {@code toString()};
      * anything else (records, classes) as {@linkplain #json JSON}, in a canonical form, so that
      * reordering a record's components does not change its stored key.
+     *
+     * @param keyType the class of the keys
+     * @param <K>     the key type
+     * @return a thread-safe codec for {@code keyType}
      */
     static <K> KeyCodec<K> defaultFor(Class<K> keyType) {
         return KeyCodecs.defaultFor(keyType);
@@ -39,6 +59,10 @@ public interface KeyCodec<K> {
      * whatever their implementation or iteration order ({@code Set.of} iterates in an order that
      * changes from one JVM to the next). Decoding reads a JSON array into whatever collection the
      * target type declares.
+     *
+     * @param keyType the class of the keys, which Jackson must be able to write and read
+     * @param <K>     the key type
+     * @return a thread-safe JSON codec for {@code keyType}
      */
     static <K> KeyCodec<K> json(Class<K> keyType) {
         return KeyCodecs.json(keyType);

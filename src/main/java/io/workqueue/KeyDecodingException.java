@@ -11,16 +11,27 @@ package io.workqueue;
 public class KeyDecodingException extends WorkQueueException {
     private static final long serialVersionUID = 1L;
 
+    /** The key as stored in the table. */
     private final String storedKey;
 
-    /** Creates the exception for {@code storedKey}, with the codec's failure as the cause. */
+    /**
+     * Creates the exception for {@code storedKey}, with the codec's failure as the cause.
+     *
+     * @param storedKey the key as stored in the table
+     * @param cause     what the codec threw
+     */
     public KeyDecodingException(String storedKey, Throwable cause) {
         super("stored key cannot be decoded by the queue's codec: " + storedKey + " ("
                 + cause.getClass().getSimpleName() + ": " + cause.getMessage() + ")", cause);
         this.storedKey = storedKey;
     }
 
-    /** The key as stored in the table, which is what {@code remove} needs through a text-keyed queue. */
+    /**
+     * The key as stored in the table, which is what {@code remove} needs through a text-keyed
+     * queue of the same name.
+     *
+     * @return the stored key
+     */
     public String storedKey() {
         return storedKey;
     }

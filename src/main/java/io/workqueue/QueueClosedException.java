@@ -4,7 +4,11 @@ package io.workqueue;
 public class QueueClosedException extends WorkQueueException {
     private static final long serialVersionUID = 1L;
 
-    /** Creates the exception with a message naming the queue. */
+    /**
+     * Creates the exception with a message naming the queue.
+     *
+     * @param message names the closed queue
+     */
     public QueueClosedException(String message) {
         super(message);
     }

@@ -8,7 +8,11 @@ package io.workqueue;
 public class UnsupportedDialectException extends WorkQueueException {
     private static final long serialVersionUID = 1L;
 
-    /** Creates the exception with a message naming the database the factory reported. */
+    /**
+     * Creates the exception with a message naming the database the factory reported.
+     *
+     * @param message names the database product the factory reported
+     */
     public UnsupportedDialectException(String message) {
         super(message);
     }

@@ -12,7 +12,11 @@ import io.workqueue.WorkQueueException;
 public class NotificationDeliveryException extends WorkQueueException {
     private static final long serialVersionUID = 1L;
 
-    /** Creates the exception with a message naming the channel and the wait. */
+    /**
+     * Creates the exception with a message naming the channel and the wait.
+     *
+     * @param message names the channel and how long the probe was awaited
+     */
     public NotificationDeliveryException(String message) {
         super(message);
     }
