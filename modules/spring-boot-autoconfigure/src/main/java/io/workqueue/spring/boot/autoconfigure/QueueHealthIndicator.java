@@ -16,7 +16,7 @@ import reactor.core.publisher.Mono;
  * <p>Details: {@code queue} (the logical name), {@code depth} (items not completed), {@code ready},
  * {@code leased}, {@code stalled}, {@code completed}, {@code oldestReadyAge} and
  * {@code maxOldestReadyAge} (ISO-8601 durations). Each check costs one statement and also updates
- * the queue's gauges. Cold; emits on a driver thread.
+ * the queue's gauges. Immutable and thread-safe.
  */
 public final class QueueHealthIndicator implements ReactiveHealthIndicator {
     private final ReactiveWorkQueue<?> queue;
@@ -34,6 +34,12 @@ public final class QueueHealthIndicator implements ReactiveHealthIndicator {
         this.timeout = timeout;
     }
 
+    /**
+     * Reads the queue's stats once per subscription (cold) and maps them to UP or DOWN; never
+     * signals an error, since a failed or late read is itself the answer (DOWN, with the exception).
+     * Emits on a driver thread, or on Reactor's parallel scheduler when the timeout fires;
+     * cancelling abandons the read (the statement may still finish on the server).
+     */
     @Override
     public Mono<Health> health() {
         return queue.stats()
