@@ -14,8 +14,9 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * Every {@code workqueue.housekeeping.interval}, for each queue in turn: {@code reap()} (repeated
- * while it deletes a full batch, so a backlog of history drains) and {@code stats()}, which also
- * updates the queue's Micrometer gauges. The first round runs at start, so the gauges have values
+ * while it deletes a full batch, so a backlog of history drains), {@code stats()} and
+ * {@code horizon()}, which also update the queue's Micrometer gauges (horizon() logs a WARN while a
+ * transaction holds the database's MVCC horizon past the queue's {@code horizon-warning}). The first round runs at start, so the gauges have values
  * from the beginning; it runs asynchronously and tolerates a database that is not there yet.
  *
  * <p>Failures are logged at WARN and the schedule goes on; a round still running when the next is
@@ -78,6 +79,7 @@ final class QueueHousekeeping implements SmartLifecycle {
                     }
                 })
                 .then(queue.stats())
+                .then(queue.horizon())
                 .then();
     }
 

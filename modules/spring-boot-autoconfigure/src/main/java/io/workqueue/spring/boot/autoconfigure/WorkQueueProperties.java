@@ -92,7 +92,7 @@ public class WorkQueueProperties implements Validator {
         return listener;
     }
 
-    /** The periodic reap and stats. */
+    /** The periodic reap, stats and horizon. */
     public Housekeeping getHousekeeping() {
         return housekeeping;
     }
@@ -720,12 +720,15 @@ public class WorkQueueProperties implements Validator {
         }
     }
 
-    /** The periodic reap() and stats() of every queue. */
+    /** The periodic reap(), stats() and horizon() of every queue. */
     public static class Housekeeping {
-        /** Whether to reap and read stats on a schedule (stats feed the Micrometer gauges). */
+        /** Whether to reap and read stats and the MVCC horizon on a schedule (they feed the Micrometer gauges). */
         private boolean enabled = true;
 
-        /** How often: each round reaps every queue (repeating while a reap deletes a full batch) and reads its stats. */
+        /**
+         * How often: each round reaps every queue (repeating while a reap deletes a full batch) and
+         * reads its stats and horizon.
+         */
         private Duration interval = Duration.ofSeconds(30);
 
         void validate(Errors errors) {

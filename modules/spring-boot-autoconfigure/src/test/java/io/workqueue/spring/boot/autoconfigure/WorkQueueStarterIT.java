@@ -102,6 +102,8 @@ class WorkQueueStarterIT {
                             .tag(WorkQueueMeters.QUEUE_TAG, "done").counter().count() == 5);
                     assertThat(registry.find(WorkQueueMeters.DEPTH).tag(WorkQueueMeters.QUEUE_TAG, "done").gauge()
                             .value()).isZero();
+                    assertThat(registry.find(WorkQueueMeters.HORIZON_AGE).tag(WorkQueueMeters.QUEUE_TAG, "done").gauge()
+                            .value()).as("horizon() ran too").isNotNaN();
                 });
     }
 
