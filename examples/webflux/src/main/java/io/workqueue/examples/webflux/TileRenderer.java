@@ -15,6 +15,7 @@ import reactor.core.publisher.Mono;
  * one that fails releases it with back-off, its error recorded; on shutdown nothing new is claimed
  * and the renders in flight finish first.
  */
+// tag::bean[]
 @Component
 @HandlesQueue("tiles")
 class TileRenderer implements WorkQueueHandler<TileKey> {
@@ -37,3 +38,4 @@ class TileRenderer implements WorkQueueHandler<TileKey> {
         });
     }
 }
+// end::bean[]
