@@ -323,6 +323,31 @@ public interface ReactiveWorkQueue<K> {
     Flux<Item<K>> process(Function<Item<K>, ? extends Publisher<?>> handler, WorkerOptions options);
 
     /**
+     * {@link #process(Function, WorkerOptions) process(handler, options)} with a graceful stop, for
+     * a service shutting down: on the first signal of {@code stop} (an element, completion or an
+     * error; it is subscribed with the worker and cancelled when the worker ends) the worker stops
+     * claiming at once, lets the handlers already running finish, completes what succeeds and
+     * releases what fails as usual, hands back at once anything a claim in flight at that moment
+     * leased, delivers what it completed as downstream requests it, and then completes. Every item
+     * it leased is then completed or released, none left to lapse, unless a handler outlives its
+     * lease (it is cancelled and its item lapses, as always) or the database fails meanwhile.
+     *
+     * <p>Nothing bounds how long that takes but the handlers' leases: a caller that cannot wait
+     * cancels the stream, which stops as {@link #process(Function, WorkerOptions)} describes.
+     * Everything else — demand, errors, threads, what a handler's failure does — is as there; a
+     * {@code null} stop is signalled as {@code NullPointerException} at subscription, like a
+     * {@code null} handler or options.
+     *
+     * @param handler does the work of one item, as in {@link #process(Function, WorkerOptions)}
+     * @param options the worker's concurrency, lease, poll, claim batch and back-off
+     * @param stop    its first signal of any kind starts the graceful stop
+     * @return a cold {@code Flux} of the items whose completion has committed, which completes
+     *         once the stop has finished
+     */
+    Flux<Item<K>> process(Function<Item<K>, ? extends Publisher<?>> handler, WorkerOptions options,
+            Publisher<?> stop);
+
+    /**
      * An endless stream of leased items paced by demand: it never leases more items than downstream
      * has requested and not yet received, capped per statement by
      * {@link WorkQueueConfig#maxClaimBatch()}. When a claim comes back short it waits with

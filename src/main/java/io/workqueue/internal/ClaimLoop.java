@@ -143,6 +143,28 @@ abstract class ClaimLoop<R> {
         return sink.isCancelled();
     }
 
+    /**
+     * Stops claiming without cancelling downstream, for a graceful stop: abandons what cancellation
+     * abandons (a wait, a back-off, a round carrying nothing but a claim). A round carrying
+     * acknowledgements runs to its end. The subclass must return no more claims from then on.
+     */
+    final void abandonClaims() {
+        if (state == State.WAITING || state == State.BACKING_OFF || (state == State.RUNNING && stepCancellable)) {
+            abandonStep();
+            state = State.IDLE;
+        }
+    }
+
+    /** Completes the stream, once a graceful stop has settled everything; nothing runs afterwards. */
+    final void finish() {
+        if (state == State.STOPPED) {
+            return;
+        }
+        abandonStep();
+        state = State.STOPPED;
+        sink.complete();
+    }
+
     /** Ends the stream with {@code error}; nothing runs afterwards. */
     final void stop(Throwable error) {
         if (state == State.STOPPED) {
@@ -231,10 +253,7 @@ abstract class ClaimLoop<R> {
 
     /** Downstream cancelled: abandon what can be abandoned; {@link #cancelled()} now says so. */
     private void cancel() {
-        if (state == State.WAITING || state == State.BACKING_OFF || (state == State.RUNNING && stepCancellable)) {
-            abandonStep();
-            state = State.IDLE;
-        }
+        abandonClaims();
     }
 
     /** Disposes the step in flight, if any, and makes any signal it still sends stale. */

@@ -46,6 +46,9 @@ import reactor.core.scheduler.Scheduler;
  *
  * <p>Cancellation stops claiming; handlers already running are not cancelled, and what they finish
  * is still acknowledged. Items leased by a round in flight at cancellation are released at once.
+ * A graceful stop (the {@code stop} publisher signalling) does the same without cancelling
+ * downstream, and completes the stream once all of that has settled: nothing running, releasing
+ * or waiting for acknowledgement, and every acknowledged item delivered.
  *
  * @param <K> the key type
  */
@@ -56,20 +59,39 @@ public final class Worker<K> {
     private final Function<Item<K>, ? extends Publisher<?>> handler;
     private final WorkerOptions options;
     private final Scheduler timer;
+    private final Publisher<?> stop;
 
-    /** A worker over {@code queue}; nothing runs until {@link #flux()} is subscribed. */
+    /** A worker over {@code queue} that runs until cancelled; nothing runs until {@link #flux()} is subscribed. */
     public Worker(ReactiveWorkQueue<K> queue, Function<Item<K>, ? extends Publisher<?>> handler,
             WorkerOptions options, Scheduler timer) {
+        this(queue, handler, options, timer, Mono.never());
+    }
+
+    /**
+     * A worker over {@code queue} that also stops gracefully on the first signal of {@code stop}
+     * (an element, completion or an error); nothing runs until {@link #flux()} is subscribed.
+     */
+    public Worker(ReactiveWorkQueue<K> queue, Function<Item<K>, ? extends Publisher<?>> handler,
+            WorkerOptions options, Scheduler timer, Publisher<?> stop) {
         this.queue = queue;
         this.handler = handler;
         this.options = options;
         this.timer = timer;
+        this.stop = stop;
     }
 
     /** Cold: each subscription runs its own worker, emitting each item once it is completed. */
     public Flux<Item<K>> flux() {
         // ERROR, not BUFFER: the worker keeps its own bounded buffer and never emits beyond demand.
-        return Flux.create(sink -> new Loop(sink).start(), FluxSink.OverflowStrategy.ERROR);
+        return Flux.create(sink -> {
+            Loop loop = new Loop(sink);
+            loop.start();
+            Disposable watch = Mono.from(stop).subscribe(
+                    ignored -> loop.signal(loop::beginStop),
+                    error -> loop.signal(loop::beginStop),
+                    () -> loop.signal(loop::beginStop));
+            sink.onDispose(watch);
+        }, FluxSink.OverflowStrategy.ERROR);
     }
 
     /** One subscription's worker; every field is confined to the loop's serial execution. */
@@ -82,6 +104,8 @@ public final class Worker<K> {
         private final ArrayDeque<Item<K>> ready = new ArrayDeque<>();
         private int claimAsked;
         private int backoffFailures;
+        /** A graceful stop was asked: claim nothing more, complete once everything has settled. */
+        private boolean stopping;
 
         Loop(FluxSink<Item<K>> sink) {
             super(queue.name(), sink, Backoff.MIN, Backoff.MAX, timer);
@@ -93,6 +117,18 @@ public final class Worker<K> {
         @Override
         void afterEvent() {
             deliver();
+            if (stopping && running.isEmpty() && releasing == 0 && finished.isEmpty() && acknowledging.isEmpty()
+                    && ready.isEmpty()) {
+                finish();
+            }
+        }
+
+        /** The stop publisher signalled: stop claiming now, and complete once settled. */
+        void beginStop() {
+            if (!stopping) {
+                stopping = true;
+                abandonClaims();
+            }
         }
 
         @Override
@@ -123,7 +159,7 @@ public final class Worker<K> {
          */
         private int claimSize() {
             long demand = items.requestedFromDownstream();
-            if (cancelled() || demand <= 0) {
+            if (cancelled() || stopping || demand <= 0) {
                 return 0;
             }
             int free = options.concurrency() - running.size() - releasing;
@@ -136,7 +172,7 @@ public final class Worker<K> {
         boolean roundSucceeded(List<Item<K>> leased) {
             ready.addAll(acknowledging);
             acknowledging = List.of();
-            if (cancelled()) {
+            if (cancelled() || stopping) {
                 releaseAtOnce(leased);
                 return false;
             }
@@ -172,14 +208,23 @@ public final class Worker<K> {
             }
         }
 
-        /** Cancelled while the claim ran: hand these back now rather than let them lapse. */
+        /**
+         * Cancelled or stopping while the claim ran: hand these back now rather than let them lapse.
+         * Counted as releasing, so that a graceful stop completes only after the release has.
+         */
         private void releaseAtOnce(List<Item<K>> leased) {
             if (leased.isEmpty()) {
                 return;
             }
-            queue.release(Duration.ZERO, null, leased.stream().map(Item::key).toList())
-                    .subscribe(null, e -> log.warn("releasing {} items on queue {} after cancellation failed;"
-                            + " they will lapse", leased.size(), name, e));
+            releasing++;
+            queue.release(Duration.ZERO, null, leased.stream().map(Item::key).toList()).then().subscribe(
+                    null,
+                    e -> signal(() -> {
+                        releasing--;
+                        log.warn("releasing {} items on queue {} after the worker stopped claiming failed;"
+                                + " they will lapse", leased.size(), name, e);
+                    }),
+                    () -> signal(() -> releasing--));
         }
 
         // ------------------------------------------------------------ handlers

@@ -489,6 +489,17 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         });
     }
 
+    @Override
+    public Flux<Item<K>> process(Function<Item<K>, ? extends Publisher<?>> handler, WorkerOptions options,
+            Publisher<?> stop) {
+        return Flux.defer(() -> {
+            Objects.requireNonNull(handler, "handler");
+            Objects.requireNonNull(options, "options");
+            Objects.requireNonNull(stop, "stop");
+            return new Worker<>(this, handler, options, timer, stop).flux();
+        });
+    }
+
     // ---------------------------------------------------------------- lock-ordered writers
 
     @Override

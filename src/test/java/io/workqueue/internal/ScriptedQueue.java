@@ -124,6 +124,12 @@ final class ScriptedQueue implements ReactiveWorkQueue<String> {
         return new Worker<>(this, handler, options, timer).flux();
     }
 
+    @Override
+    public Flux<Item<String>> process(Function<Item<String>, ? extends Publisher<?>> handler, WorkerOptions options,
+            Publisher<?> stop) {
+        return new Worker<>(this, handler, options, timer, stop).flux();
+    }
+
     // ---------------------------------------------------------------- not used by the worker
 
     @Override

@@ -362,4 +362,110 @@ class WorkerTest {
         assertEquals(rounds, queue.rounds, "no round after cancellation: nothing left to acknowledge");
         assertFalse(queue.claimed.contains("late"));
     }
+
+    // ---------------------------------------------------------------- graceful stop
+
+    private Downstream runUntil(ScriptedQueue queue, Function<Item<String>, ? extends Publisher<?>> handler,
+            WorkerOptions options, Publisher<?> stop) {
+        Downstream downstream = new Downstream(Long.MAX_VALUE);
+        new Worker<>(queue, handler, options, vts, stop).flux().subscribe(downstream);
+        return downstream;
+    }
+
+    @Test
+    void aGracefulStopLetsRunningHandlersFinishAcknowledgesThemAndOnlyThenCompletes() {
+        ScriptedQueue queue = queue("a", "b", "c");
+        Sinks.Empty<Void> gate = Sinks.empty();
+        Sinks.Empty<Void> stop = Sinks.empty();
+
+        Downstream downstream = runUntil(queue, item -> gate.asMono(), options(2).build(), stop.asMono());
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+        assertEquals(List.of("a", "b"), queue.claimed);
+        stop.tryEmitEmpty();
+        vts.advanceTimeBy(Duration.ofSeconds(5));
+        assertFalse(downstream.completed.get(), "two handlers still running");
+        gate.tryEmitEmpty();
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertEquals(List.of("a", "b"), queue.completed, "both acknowledged");
+        assertEquals(List.of("a", "b"), downstream.received, "and delivered before the stream completed");
+        assertTrue(downstream.completed.get());
+        assertNull(downstream.error.get());
+        assertEquals(List.of("a", "b"), queue.claimed, "nothing claimed after the stop");
+    }
+
+    @Test
+    void aGracefulStopReleasesAFailureBeforeCompleting() {
+        ScriptedQueue queue = queue("a");
+        Sinks.Empty<Void> gate = Sinks.empty();
+        Sinks.Empty<Void> stop = Sinks.empty();
+        IllegalStateException failure = new IllegalStateException("renderer on fire");
+
+        Downstream downstream = runUntil(queue, item -> gate.asMono().then(Mono.error(failure)),
+                options(1).backoff(attempts -> Duration.ofMinutes(1)).build(), stop.asMono());
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+        stop.tryEmitEmpty();
+        gate.tryEmitEmpty();
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertEquals(List.of(new ScriptedQueue.Release("a", Duration.ofMinutes(1), failure)), queue.released);
+        assertTrue(downstream.completed.get());
+        assertTrue(queue.completed.isEmpty());
+    }
+
+    @Test
+    void aGracefulStopWhileARoundRunsHandsBackWhatItLeasedThenCompletes() {
+        ScriptedQueue queue = queue("a", "b", "c");
+        Sinks.Empty<Void> stop = Sinks.empty();
+        queue.roundDelay = Duration.ofSeconds(5);
+
+        Downstream downstream = runUntil(queue, item -> Mono.empty(), options(1).build(), stop.asMono());
+        // Round 1 leases a by 5 s, its handler finishes at once, round 2 (ack a + claim b) runs to 10 s.
+        vts.advanceTimeBy(Duration.ofSeconds(6));
+        assertEquals(List.of("a", "b"), queue.claimed, "round 2 is in flight");
+        stop.tryEmitEmpty();
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+        assertFalse(downstream.completed.get(), "round 2 carries an acknowledgement: it runs to its end");
+        vts.advanceTimeBy(Duration.ofSeconds(10));
+
+        assertEquals(List.of("a"), queue.completed);
+        assertEquals(List.of(new ScriptedQueue.Release("b", Duration.ZERO, null)), queue.released);
+        assertEquals(List.of("a"), downstream.received);
+        assertTrue(downstream.completed.get());
+    }
+
+    @Test
+    void aGracefulStopWhileWaitingForWorkCompletesAtOnce() {
+        ScriptedQueue queue = queue();
+        Sinks.Empty<Void> stop = Sinks.empty();
+        Downstream downstream = runUntil(queue, item -> Mono.empty(), options(2).build(), stop.asMono());
+        vts.advanceTimeBy(Duration.ofMillis(1));
+        int rounds = queue.rounds;
+
+        stop.tryEmitEmpty();
+
+        assertTrue(downstream.completed.get(), "no need to wait out the poll");
+        queue.add(List.of("late"));
+        vts.advanceTimeBy(Duration.ofMinutes(1));
+        assertEquals(rounds, queue.rounds);
+    }
+
+    @Test
+    void aGracefulStopDeliversAcknowledgedItemsOnlyAsDownstreamAsks() {
+        ScriptedQueue queue = queue("a", "b");
+        Sinks.Empty<Void> stop = Sinks.empty();
+        Downstream downstream = new Downstream(1);
+        new Worker<>(queue, item -> Mono.empty(), options(2).build(), vts, stop.asMono()).flux().subscribe(downstream);
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+        stop.tryEmitEmpty();
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+        assertEquals(List.of("a", "b"), queue.completed);
+        assertEquals(1, downstream.received.size());
+        assertFalse(downstream.completed.get(), "one acknowledged item still owed to downstream");
+
+        downstream.request(1);
+
+        assertEquals(List.of("a", "b"), downstream.received);
+        assertTrue(downstream.completed.get());
+    }
 }

@@ -200,4 +200,37 @@ class ProcessIT {
         assertEquals(3, started.get());
     }
 
+
+    @Test
+    void aGracefulStopCompletesOnlyOnceEveryItemItLeasedIsCompletedOrReleased() {
+        ReactiveWorkQueue<String> queue = queue();
+        queue.enqueueKeys(keys(20)).block(TIMEOUT);
+        Sinks.Empty<Void> gate = Sinks.empty();
+        Sinks.Empty<Void> stop = Sinks.empty();
+        AtomicInteger started = new AtomicInteger();
+        List<String> emitted = new CopyOnWriteArrayList<>();
+        Sinks.Empty<Void> ended = Sinks.empty();
+
+        queue.process(item -> {
+                            started.incrementAndGet();
+                            // Every other item fails, so the stop waits for releases as well as completions.
+                            return item.key().hashCode() % 2 == 0
+                                    ? gate.asMono()
+                                    : gate.asMono().then(Mono.error(new IllegalStateException("failed during the stop")));
+                        },
+                        options().concurrency(4).backoff(attempts -> Duration.ofHours(1)).build(), stop.asMono())
+                .doOnNext(item -> emitted.add(item.key()))
+                .subscribe(null, ended::tryEmitError, ended::tryEmitEmpty);
+        Poll.until(TIMEOUT, "4 handlers running", () -> started.get() == 4);
+        stop.tryEmitEmpty();
+        assertEquals(4, queue.stats().block(TIMEOUT).leased(), "still held while the handlers run");
+        gate.tryEmitEmpty();
+        ended.asMono().block(TIMEOUT);
+
+        Stats stats = queue.stats().block(TIMEOUT);
+        assertEquals(4, started.get(), "nothing claimed after the stop");
+        assertEquals(0, stats.leased(), "every lease settled before the stream completed");
+        assertEquals(emitted.size(), stats.completed());
+        assertEquals(20 - emitted.size(), stats.pending());
+    }
 }

@@ -176,8 +176,11 @@ public final class TileFleet {
     private boolean summary(List<Entry<TileKey>> tiles, double seconds) {
         long lost = tiles.stream().filter(t -> !rendered.contains(t.key())).count();
         long duplicates = renders.get() - rendered.size();
-        System.out.printf(Locale.ROOT, "%d tiles in %.2f s (%.0f tiles/s); %d renders, %d duplicate"
-                        + " (only after a lapsed lease), %d failures released, %d crashes abandoned, %d reclaimed%n",
+        // A crash renders nothing, so its reclaim is not a duplicate: a tile is rendered twice only
+        // when a lease lapses while its render is still running.
+        System.out.printf(Locale.ROOT, "%d tiles in %.2f s (%.0f tiles/s); %d renders, of which %d rendered a tile"
+                        + " again; %d failures released and retried; %d crashes abandoned their lease, and %d leases"
+                        + " that lapsed were reclaimed by another worker%n",
                 tiles.size(), seconds, tiles.size() / seconds, renders.get(), duplicates, failures.get(),
                 crashes.get(), reclaimed.get());
         boolean passed = lost == 0;

@@ -3,13 +3,16 @@ package io.workqueue.examples.webflux;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.r2dbc.pool.ConnectionPool;
 import io.workqueue.QueueClosedException;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueMeters;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.SmartLifecycle;
 import org.springframework.core.ResolvableType;
 import org.springframework.test.web.reactive.server.WebTestClient;
 
@@ -22,10 +25,11 @@ class TileServiceShutdownIT {
 
     @Test
     void closingTheContextSettlesInFlightWorkThenReleasesEverything() {
-        // Arguments, because they override application.properties (builder properties would not).
+        // Arguments, because they override application.yml (builder properties would not).
         ConfigurableApplicationContext context = new SpringApplicationBuilder(TileServiceApplication.class)
-                .run("--server.port=0", "--workqueue.queue-name=tiles-shutdown-it-" + UUID.randomUUID());
-        TileWorker worker = context.getBean(TileWorker.class);
+                .run("--server.port=0", "--workqueue.queues.tiles.name=tiles-shutdown-it-" + UUID.randomUUID());
+        MeterRegistry meters = context.getBean(MeterRegistry.class);
+        SmartLifecycle workers = context.getBean("workQueueWorkers", SmartLifecycle.class);
         ConnectionPool connectionPool = context.getBean(ConnectionPool.class);
         ReactiveWorkQueue<TileKey> queue = context.<ReactiveWorkQueue<TileKey>>getBeanProvider(
                 ResolvableType.forClassWithGenerics(ReactiveWorkQueue.class, TileKey.class)).getObject();
@@ -38,13 +42,19 @@ class TileServiceShutdownIT {
             context.close();
         }
 
-        assertThat(worker.isRunning()).isFalse();
-        assertThat(worker.claimed())
-                .as("every tile the worker leased was completed or released before it stopped")
-                .isEqualTo(worker.completed() + worker.released());
+        assertThat(workers.isRunning()).isFalse();
+        // The queue's own meters: what the worker leased, and what it completed or released.
+        assertThat(count(meters, queue, WorkQueueMeters.CLAIMED)).isPositive();
+        assertThat(count(meters, queue, WorkQueueMeters.CLAIMED))
+                .as("every tile the worker leased was completed or released before the context closed")
+                .isEqualTo(count(meters, queue, WorkQueueMeters.COMPLETED) + count(meters, queue, WorkQueueMeters.RELEASED));
         assertThatThrownBy(() -> queue.enqueueKeys(new TileKey("roads", 0, 0)).block())
                 .as("closing the context closed the queue")
                 .isInstanceOf(QueueClosedException.class);
         assertThat(connectionPool.isDisposed()).isTrue();
+    }
+
+    private static double count(MeterRegistry meters, ReactiveWorkQueue<?> queue, String counter) {
+        return meters.get(counter).tag(WorkQueueMeters.QUEUE_TAG, queue.name()).counter().count();
     }
 }

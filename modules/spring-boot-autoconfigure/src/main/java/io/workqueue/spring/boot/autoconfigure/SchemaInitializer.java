@@ -1,0 +1,38 @@
+package io.workqueue.spring.boot.autoconfigure;
+
+import io.workqueue.migrations.WorkQueueMigrations;
+import java.util.LinkedHashSet;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.InitializingBean;
+
+/**
+ * Creates or upgrades the table of every configured queue at startup, when
+ * {@code workqueue.schema.apply} is set: {@link WorkQueueMigrations#apply} once per distinct table
+ * prefix. It blocks the starting thread (never a Reactor thread) until the tables are ready, at most
+ * {@code workqueue.schema.timeout}, and a failure fails the application's start: a service whose
+ * tables cannot be created should not take requests.
+ */
+final class SchemaInitializer implements InitializingBean {
+    private static final Logger log = LoggerFactory.getLogger(SchemaInitializer.class);
+
+    private final WorkQueueProperties properties;
+    private final WorkQueueConnectionFactories connections;
+
+    SchemaInitializer(WorkQueueProperties properties, WorkQueueConnectionFactories connections) {
+        this.properties = properties;
+        this.connections = connections;
+    }
+
+    @Override
+    public void afterPropertiesSet() {
+        Set<String> prefixes = new LinkedHashSet<>();
+        properties.getQueues().values().forEach(queue -> prefixes.add(properties.tablePrefixOf(queue)));
+        for (String prefix : prefixes) {
+            WorkQueueMigrations.apply(connections.statements(), prefix).block(properties.getSchema().getTimeout());
+            log.info("work queue table {} is at schema version {}", WorkQueueMigrations.tableName(prefix),
+                    WorkQueueMigrations.SCHEMA_VERSION);
+        }
+    }
+}

@@ -1,0 +1,151 @@
+package io.workqueue.spring.boot.autoconfigure;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.workqueue.Item;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueMeters;
+import io.workqueue.migrations.WorkQueueMigrations;
+import io.workqueue.spring.boot.HandlesQueue;
+import io.workqueue.spring.boot.WorkQueueHandler;
+import io.workqueue.spring.boot.testing.TestDatabase;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.health.contributor.CompositeReactiveHealthContributor;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.ReactiveHealthIndicator;
+import org.springframework.boot.r2dbc.autoconfigure.R2dbcAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import reactor.core.publisher.Mono;
+
+/** The auto-configuration against the real server: schema, workers, restarts, housekeeping, health. */
+@ExtendWith(OutputCaptureExtension.class)
+class WorkQueueStarterIT {
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+    private final ApplicationContextRunner runner = new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(R2dbcAutoConfiguration.class, WorkQueueAutoConfiguration.class,
+                    WorkQueueHealthAutoConfiguration.class))
+            .withPropertyValues("spring.r2dbc.url=" + TestDatabase.url());
+
+    @Test
+    void theSchemaIsAppliedAtStartupWhenAsked() {
+        String prefix = TestDatabase.uniquePrefix();
+        runner.withPropertyValues("workqueue.schema.apply=true", "workqueue.table-prefix=" + prefix,
+                        "workqueue.queues.tiles.key-type=java.lang.String", "workqueue.housekeeping.enabled=false")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    assertThat(WorkQueueMigrations.version(TestDatabase.plain(), prefix).block(TIMEOUT))
+                            .isEqualTo(WorkQueueMigrations.SCHEMA_VERSION);
+                    ReactiveWorkQueue<String> tiles = queue(context.getBean("tiles"));
+                    tiles.enqueueKeys("ready").block(TIMEOUT);
+                    assertThat(tiles.stats().block(TIMEOUT).pending()).isEqualTo(1);
+                });
+    }
+
+    @Test
+    void aHandlerBeanProcessesItsQueueAndIsRestartedWhenItsStreamFails(CapturedOutput output) {
+        String prefix = TestDatabase.uniquePrefix(); // no table yet: the worker's first claims fail for good
+        runner.withUserConfiguration(RecordingHandler.class)
+                .withPropertyValues("workqueue.table-prefix=" + prefix,
+                        "workqueue.queues.jobs.key-type=java.lang.String",
+                        "workqueue.queues.jobs.notify-channel=" + prefix + "_work",
+                        "workqueue.queues.jobs.worker.poll=200ms",
+                        "workqueue.queues.jobs.worker.restart-backoff=50ms",
+                        "workqueue.queues.jobs.worker.max-restart-backoff=200ms",
+                        "workqueue.housekeeping.enabled=false")
+                .run(context -> {
+                    await().atMost(TIMEOUT).until(() -> output.getAll().contains(
+                            "worker of queue jobs (handler recorder) ended on an error; restarting it"));
+                    WorkQueueMigrations.apply(TestDatabase.plain(), prefix).block(TIMEOUT);
+                    ReactiveWorkQueue<String> jobs = queue(context.getBean("jobs"));
+                    jobs.enqueueKeys("a", "b", "c").block(TIMEOUT);
+
+                    Set<String> handled = context.getBean(RecordingHandler.class).handled;
+                    await().atMost(TIMEOUT).until(() -> handled.containsAll(List.of("a", "b", "c")));
+                    await().atMost(TIMEOUT).until(() -> jobs.stats().block(TIMEOUT).completed() == 3);
+                });
+    }
+
+    @Test
+    void housekeepingReapsEveryFullBatchAndFeedsTheGauges() {
+        String prefix = TestDatabase.createTable();
+        runner.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+                .withPropertyValues("workqueue.table-prefix=" + prefix,
+                        "workqueue.queues.done.key-type=java.lang.String",
+                        "workqueue.queues.done.retention=1s",
+                        "workqueue.queues.done.reap-batch-size=2",
+                        "workqueue.housekeeping.interval=200ms")
+                .run(context -> {
+                    ReactiveWorkQueue<String> done = queue(context.getBean("done"));
+                    done.enqueueKeys("a", "b", "c", "d", "e").block(TIMEOUT);
+                    List<String> claimed = done.claim(5, Duration.ofMinutes(1)).block(TIMEOUT)
+                            .stream().map(Item::key).toList();
+                    assertThat(done.complete(claimed).block(TIMEOUT)).isEqualTo(5);
+
+                    // Five rows, two per reap: one round must repeat the reap to clear them.
+                    await().atMost(TIMEOUT).until(() -> done.stats().block(TIMEOUT).completed() == 0);
+                    MeterRegistry registry = context.getBean(MeterRegistry.class);
+                    await().atMost(TIMEOUT).until(() -> registry.find(WorkQueueMeters.REAPED)
+                            .tag(WorkQueueMeters.QUEUE_TAG, "done").counter().count() == 5);
+                    assertThat(registry.find(WorkQueueMeters.DEPTH).tag(WorkQueueMeters.QUEUE_TAG, "done").gauge()
+                            .value()).isZero();
+                    assertThat(registry.find(WorkQueueMeters.HORIZON_AGE).tag(WorkQueueMeters.QUEUE_TAG, "done").gauge()
+                            .value()).as("horizon() ran too").isNotNaN();
+                });
+    }
+
+    @Test
+    void aQueueIsDownOnceItsOldestReadyItemWaitsLongerThanAllowed() {
+        String prefix = TestDatabase.createTable();
+        runner.withPropertyValues("workqueue.table-prefix=" + prefix,
+                        "workqueue.queues.stuck.key-type=java.lang.String",
+                        "workqueue.queues.stuck.health.max-oldest-ready-age=1s",
+                        "workqueue.housekeeping.enabled=false")
+                .run(context -> {
+                    ReactiveHealthIndicator stuck = (ReactiveHealthIndicator) context
+                            .getBean("workqueueHealthContributor", CompositeReactiveHealthContributor.class)
+                            .getContributor("stuck");
+                    Health empty = stuck.health().block(TIMEOUT);
+                    assertThat(empty.getStatus().getCode()).isEqualTo("UP");
+                    assertThat(empty.getDetails()).containsEntry("depth", 0L).containsEntry("oldestReadyAge", "PT0S")
+                            .containsKeys("ready", "leased", "stalled", "completed", "maxOldestReadyAge");
+
+                    queue(context.getBean("stuck")).enqueueKeys("nobody works here").block(TIMEOUT);
+
+                    Health down = await().atMost(TIMEOUT).until(() -> stuck.health().block(TIMEOUT),
+                            health -> health.getStatus().getCode().equals("DOWN"));
+                    assertThat(down.getDetails()).containsEntry("depth", 1L).containsEntry("ready", 1L);
+                    assertThat(Duration.parse((String) down.getDetails().get("oldestReadyAge")))
+                            .isGreaterThan(Duration.ofSeconds(1));
+                });
+    }
+
+    @SuppressWarnings("unchecked")
+    private static ReactiveWorkQueue<String> queue(Object bean) {
+        return (ReactiveWorkQueue<String>) bean;
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class RecordingHandler {
+        final Set<String> handled = ConcurrentHashMap.newKeySet();
+
+        @Bean
+        @HandlesQueue("jobs")
+        WorkQueueHandler<String> recorder() {
+            return item -> Mono.fromRunnable(() -> handled.add(item.key()));
+        }
+    }
+}
