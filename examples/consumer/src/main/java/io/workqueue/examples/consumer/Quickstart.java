@@ -31,9 +31,11 @@ public final class Quickstart {
         ConnectionFactory database = ConnectionFactories.get(url);
         ConnectionPool pool = new ConnectionPool(ConnectionPoolConfiguration.builder(database).maxSize(10).build());
 
+        WorkQueueConfig config = WorkQueueConfig.builder("thumbnails").notifyChannel("thumbnails_work").build();
+
         // Create the table (idempotent), or hand WorkQueueMigrations.sql("") to your migration tool.
         // Like every Mono of the library, it does nothing until subscribed; block() subscribes and waits.
-        WorkQueueMigrations.apply(pool, "").block();
+        WorkQueueMigrations.apply(pool, config).block();
 
         // Optional: wake idle workers within milliseconds of an enqueue. LISTEN holds a connection of
         // its own, so the listener gets the plain factory, never the pool.
@@ -42,7 +44,7 @@ public final class Quickstart {
                 .build();
 
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
-                .config(WorkQueueConfig.builder("thumbnails").notifyChannel("thumbnails_work").build())
+                .config(config)
                 .wakeups(listener.wakeups())
                 .build();
         // end::setup[]

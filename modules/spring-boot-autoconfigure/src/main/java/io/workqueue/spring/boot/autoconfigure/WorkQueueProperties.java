@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.function.BiConsumer;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.DeprecatedConfigurationProperty;
 import org.springframework.validation.Errors;
 import org.springframework.validation.Validator;
 
@@ -179,7 +180,7 @@ public class WorkQueueProperties implements Validator {
                 new Setting<>("reapBatchSize", (b, q) -> b.reapBatchSize(q.reapBatchSize)),
                 new Setting<>("writeAttempts", (b, q) -> b.writeAttempts(q.writeAttempts)),
                 new Setting<>("minWakeInterval", (b, q) -> b.minWakeInterval(q.minWakeInterval)),
-                new Setting<>("enqueueTimeout", (b, q) -> b.writeTimeout(q.enqueueTimeout)),
+                new Setting<>("writeTimeout", (b, q) -> b.writeTimeout(q.writeTimeout)),
                 new Setting<>("deleteOnComplete", (b, q) -> b.deleteOnComplete(q.deleteOnComplete)),
                 new Setting<>("maxWriteBatch", (b, q) -> b.maxWriteBatch(q.maxWriteBatch)),
                 new Setting<>("horizonWarning", (b, q) -> b.horizonWarning(q.horizonWarning)));
@@ -227,7 +228,7 @@ public class WorkQueueProperties implements Validator {
          * How long one group-committed write (merged enqueues, completes or claims) may take before
          * its callers fail with WriteTimeoutException; the library's writeTimeout.
          */
-        private Duration enqueueTimeout = Duration.ofSeconds(10);
+        private Duration writeTimeout = Duration.ofSeconds(10);
 
         /** Whether completing an item deletes its row at once instead of keeping it for retention. */
         private boolean deleteOnComplete = false;
@@ -371,13 +372,35 @@ public class WorkQueueProperties implements Validator {
         }
 
         /** See {@link WorkQueueConfig#writeTimeout()}. */
-        public Duration getEnqueueTimeout() {
-            return enqueueTimeout;
+        public Duration getWriteTimeout() {
+            return writeTimeout;
         }
 
-        /** Sets {@link #getEnqueueTimeout()}. */
+        /** Sets {@link #getWriteTimeout()}. */
+        public void setWriteTimeout(Duration writeTimeout) {
+            this.writeTimeout = writeTimeout;
+        }
+
+        /**
+         * The former name of {@link #getWriteTimeout()}, from before it bounded completes and claims
+         * too; the same value.
+         *
+         * @deprecated use {@code write-timeout}
+         */
+        @Deprecated
+        @DeprecatedConfigurationProperty(replacement = "workqueue.queues.*.write-timeout")
+        public Duration getEnqueueTimeout() {
+            return writeTimeout;
+        }
+
+        /**
+         * Sets {@link #getWriteTimeout()} under its former name.
+         *
+         * @deprecated use {@code write-timeout}
+         */
+        @Deprecated
         public void setEnqueueTimeout(Duration enqueueTimeout) {
-            this.enqueueTimeout = enqueueTimeout;
+            this.writeTimeout = enqueueTimeout;
         }
 
         /** See {@link WorkQueueConfig#deleteOnComplete()}. */

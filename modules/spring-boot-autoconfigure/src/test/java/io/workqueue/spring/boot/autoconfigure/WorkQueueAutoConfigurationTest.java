@@ -115,7 +115,7 @@ class WorkQueueAutoConfigurationTest {
                         "workqueue.queues.tiles.reap-batch-size=20",
                         "workqueue.queues.tiles.write-attempts=5",
                         "workqueue.queues.tiles.min-wake-interval=250ms",
-                        "workqueue.queues.tiles.enqueue-timeout=3s",
+                        "workqueue.queues.tiles.write-timeout=3s",
                         "workqueue.queues.tiles.delete-on-complete=true",
                         "workqueue.queues.tiles.max-write-batch=900",
                         "workqueue.queues.tiles.horizon-warning=90s",
@@ -131,6 +131,16 @@ class WorkQueueAutoConfigurationTest {
                     assertThat(properties.configOf("mail", properties.getQueues().get("mail")).tablePrefix())
                             .as("a queue without a prefix of its own takes workqueue.table-prefix")
                             .isEqualTo("shared");
+                });
+    }
+
+    @Test
+    void theFormerNameOfWriteTimeoutStillSetsIt() {
+        runner.withPropertyValues("workqueue.queues.tiles.enqueue-timeout=4s")
+                .run(context -> {
+                    WorkQueueProperties properties = context.getBean(WorkQueueProperties.class);
+                    assertThat(properties.configOf("tiles", properties.getQueues().get("tiles")).writeTimeout())
+                            .isEqualTo(Duration.ofSeconds(4));
                 });
     }
 
