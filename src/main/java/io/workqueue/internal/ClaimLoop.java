@@ -214,8 +214,8 @@ abstract class ClaimLoop<R> {
     private void startWait() {
         state = State.WAITING;
         stepCancellable = true;
-        Consumer<@Nullable Object> ended = whileCurrent(State.WAITING, ignored -> state = State.IDLE);
-        step = awaitWork().then().subscribe(null, whileCurrent(State.WAITING, this::failed), () -> ended.accept(null));
+        Consumer<Boolean> ended = whileCurrent(State.WAITING, ignored -> state = State.IDLE);
+        step = awaitWork().then().subscribe(null, whileCurrent(State.WAITING, this::failed), () -> ended.accept(true));
     }
 
     /** A round or a wait failed: back off and carry on if it is worth it, else stop. */

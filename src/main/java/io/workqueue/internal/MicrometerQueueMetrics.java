@@ -11,6 +11,7 @@ import io.workqueue.Stats;
 import io.workqueue.WorkQueueMeters;
 import java.util.EnumMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.ToDoubleFunction;
@@ -108,7 +109,8 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
 
     @Override
     public void flushEnded(WriteOutcome outcome, long nanos) {
-        flushLatency.get(outcome).record(nanos, TimeUnit.NANOSECONDS);
+        // Every outcome's timer is registered up front, so the gauge shows zeros before a write fails.
+        Objects.requireNonNull(flushLatency.get(outcome), "a timer per outcome").record(nanos, TimeUnit.NANOSECONDS);
     }
 
     @Override

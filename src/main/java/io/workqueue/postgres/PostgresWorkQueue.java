@@ -763,8 +763,10 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     /**
      * A view of a varargs array. A null array stays null, so that the method it is handed to
-     * reports it at subscription like any other bad argument, rather than throwing here.
+     * reports it at subscription like any other bad argument, rather than throwing here: the one
+     * place a null crosses a parameter the types say is never null, on purpose.
      */
+    @SuppressWarnings("NullAway")
     private static <T> List<T> listView(T[] array) {
         return array == null ? null : Arrays.asList(array);
     }
