@@ -65,6 +65,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     static final int MAX_ERROR_LENGTH = 1024;
     /** The least time between two WARNs about a held horizon from one instance. */
     private static final Duration HORIZON_WARNING_INTERVAL = Duration.ofMinutes(1);
+    /** A statement's send time before it is sent: a value {@code System.nanoTime()} does not return in practice. */
+    private static final long NOT_SENT = Long.MIN_VALUE;
     /** Bound on sending a cancel request, so that abandoning a connection cannot itself hang. */
     private static final Duration CANCEL_TIMEOUT = Duration.ofSeconds(5);
 
@@ -279,7 +281,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Mono.defer(() -> {
             long start = System.nanoTime();
             ClaimCursors.Plan plan = cursors.plan(start);
+            // When the statement went out: a sweep is charged for its own work only, never for the
+            // wait for a connection (a busy pool, a cold start), which says nothing about its cost.
+            AtomicLong sentAt = new AtomicLong(NOT_SENT);
             Mono<Leased<K>> claimed = inConnection(connection -> {
+                        sentAt.set(System.nanoTime());
                         Statement statement = bindRest.apply(connection.createStatement(plan.sweep() ? sweepSql : cursorSql)
                                 .bind(0, config.name())
                                 .bind(1, config.maxAttempts())
@@ -313,7 +319,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                 // However the sweep ends (leased, failed, cancelled), the next one is scheduled.
                 claimed = claimed.doFinally(signal -> {
                     long end = System.nanoTime();
-                    cursors.sweepEnded(end, end - start);
+                    long sent = sentAt.get();
+                    cursors.sweepEnded(end, sent == NOT_SENT ? 0 : end - sent);
                 });
             }
             return claimed.flatMap(leased -> leased.undecodable().isEmpty()
