@@ -154,11 +154,15 @@ public interface ReactiveWorkQueue<K> {
      * plus {@code concurrency}: at most {@code concurrency} completed items are ever buffered.
      *
      * <p><b>Database errors.</b> After a short claim it waits with
-     * {@link #awaitWork(Duration) awaitWork(poll)}. Transient failures — a lost connection, SQLSTATE
-     * 40001 or 40P01, an acknowledgement that did not commit within
-     * {@link WorkQueueConfig#enqueueTimeout()} ({@link WriteTimeoutException}) — are logged and
-     * retried with bounded back-off, keeping the acknowledgements; any other error terminates the
-     * stream (unacknowledged items then lapse and are handed out again). A stored key the codec can
+     * {@link #awaitWork(Duration) awaitWork(poll)}. Transient failures — a lost connection, no
+     * connection from the pool in time, SQLSTATE 40001 or 40P01, an acknowledgement that did not
+     * commit within {@link WorkQueueConfig#enqueueTimeout()} ({@link WriteTimeoutException}) — are
+     * logged and retried with bounded back-off, keeping the acknowledgements; any other error
+     * terminates the stream (unacknowledged items then lapse and are handed out again). A statement
+     * (acknowledging and claiming) with no answer within the options' lease is abandoned and counts
+     * as transient: a connection that went half-open (a network cut) gives no other sign, and an
+     * answer that late could only hand out leases that have lapsed. Abandoning it closes its
+     * connection. A stored key the codec can
      * no longer decode never reaches the handler (see {@link KeyDecodingException}).
      *
      * <p><b>Cancellation</b> stops claiming: running handlers are not cancelled, and what they
@@ -175,9 +179,12 @@ public interface ReactiveWorkQueue<K> {
      * has requested and not yet received, capped per statement by
      * {@link WorkQueueConfig#maxClaimBatch()}. When a claim comes back short it waits with
      * {@link #awaitWork(Duration) awaitWork(poll)} before claiming again. A transient failure (a
-     * lost connection, SQLSTATE 40001, 40P01; only the driver's and the network's own failures
-     * count) is logged and retried with bounded exponential back-off, and the stream continues; any
-     * other error terminates it. A stored key the codec can no longer decode is set aside, never
+     * lost connection, no connection from the pool in time, SQLSTATE 40001, 40P01; only the
+     * driver's, the pool's and the network's own failures count) is logged and retried with bounded
+     * exponential back-off, and the stream continues; any other error terminates it. A claim with no
+     * answer within {@code lease} is abandoned (its connection closed) and counts as transient: a
+     * connection that went half-open (a network cut) gives no other sign, and its answer could only
+     * hand out leases that have lapsed. A stored key the codec can no longer decode is set aside, never
      * emitted (see {@link KeyDecodingException}). Cancellation stops claiming and cancels a claim in
      * flight on the server. Emits on driver threads. {@code lease} and {@code poll} follow the rules
      * of {@link #claim} and {@link #awaitWork}.

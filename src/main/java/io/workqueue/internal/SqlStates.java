@@ -1,11 +1,13 @@
 package io.workqueue.internal;
 
 import io.r2dbc.spi.R2dbcException;
+import io.r2dbc.spi.R2dbcTimeoutException;
 import io.r2dbc.spi.R2dbcTransientResourceException;
 import io.workqueue.WriteTimeoutException;
 import java.io.IOException;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeoutException;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -51,10 +53,14 @@ public final class SqlStates {
 
     /**
      * Whether a long-running loop (a claim stream, a worker) should back off and carry on: a
-     * retryable write, a lost connection (SQLSTATE class 08, the server shutting down, or an I/O
-     * failure raised by the driver or the network stack), or a group-committed write whose commit
-     * was not confirmed in time ({@link WriteTimeoutException}: enqueues and completes are
-     * idempotent, so running them again is safe).
+     * retryable write; a lost connection (SQLSTATE class 08, the server shutting down, or an I/O
+     * failure raised by the driver or the network stack); no connection in time (a pool's
+     * acquisition or validation timing out: an {@link R2dbcTimeoutException} without a SQLSTATE, or
+     * a bare {@link TimeoutException}), as when the network to the database is cut; a round of the
+     * loop that had no answer within its bound ({@link RoundTimeoutException}: a half-open
+     * connection); or a group-committed write whose commit was not confirmed in time
+     * ({@link WriteTimeoutException}: enqueues and completes are idempotent, so running them again
+     * is safe).
      *
      * <p>Nothing else is transient. In particular an {@link IOException} thrown by user code — a
      * key codec whose JSON no longer matches the type, say — is a bug to report, not an outage to
@@ -69,7 +75,10 @@ public final class SqlStates {
             return true;
         }
         for (Throwable t = error; t != null; t = t.getCause()) {
-            if (t instanceof WriteTimeoutException || t instanceof R2dbcTransientResourceException
+            if (t instanceof WriteTimeoutException || t instanceof RoundTimeoutException
+                    || t instanceof R2dbcTransientResourceException
+                    || (t instanceof R2dbcTimeoutException timeout && timeout.getSqlState() == null)
+                    || t instanceof TimeoutException
                     || (t instanceof IOException && raisedByTransport(t))) {
                 return true;
             }

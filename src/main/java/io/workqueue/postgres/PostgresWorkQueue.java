@@ -400,7 +400,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             requirePositive("poll", poll);
             return new DemandPacedClaims<>(config.name(), config.maxClaimBatch(),
                     want -> claim(want, lease), () -> awaitWork(poll),
-                    Backoff.MIN, Backoff.MAX, timer).flux();
+                    Backoff.MIN, Backoff.MAX, lease, timer).flux();
         });
     }
 
