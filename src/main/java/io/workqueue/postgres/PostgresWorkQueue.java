@@ -582,11 +582,14 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     /**
      * Borrows a connection for {@code work} and gives it back on completion and error; on cancel
-     * (a subscriber leaving, the group commit's timeout) it is {@linkplain #abandon abandoned}.
+     * (a subscriber leaving, the group commit's timeout) it is {@linkplain #abandon abandoned}, and
+     * after an error saying it leads to a server that refuses writes it is
+     * {@linkplain #discard discarded}.
      */
     private <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
         return Mono.usingWhen(connectionFactory.create(), work, Connection::close,
-                        (connection, error) -> connection.close(), this::abandon)
+                        (connection, error) -> SqlStates.isMisdirected(error) ? discard(connection) : connection.close(),
+                        this::abandon)
                 .onErrorMap(this::outdatedSchema);
     }
 
@@ -614,12 +617,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      * validates it and replaces it.
      */
     private Mono<Void> abandon(Connection connection) {
-        Connection physical = connection;
-        while (!(physical instanceof PostgresqlConnection) && physical instanceof Wrapped<?> wrapped
-                && wrapped.unwrap() instanceof Connection inner && inner != physical) {
-            physical = inner;
-        }
-        if (!(physical instanceof PostgresqlConnection postgres)) {
+        if (!(physical(connection) instanceof PostgresqlConnection postgres)) {
             return Mono.from(connection.close());
         }
         Mono<Void> cancel = postgres.cancelRequest()
@@ -628,10 +626,30 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                     log.debug("cancel request for an abandoned statement on queue {} failed", config.name(), e);
                     return Mono.empty();
                 });
-        Mono<Void> closePhysical = postgres.close().onErrorResume(e -> Mono.empty());
-        return physical == connection
-                ? cancel.then(closePhysical)
-                : cancel.then(closePhysical).then(Mono.from(connection.close()));
+        return cancel.then(discard(connection));
+    }
+
+    /**
+     * Closes the physical connection under {@code connection}, then gives {@code connection} back:
+     * a pool finds it closed when it validates it, and replaces it, so it is never handed out
+     * again. For a connection to a server that refuses writes (a standby reached through an address
+     * that still names it after a failover): the pool would think it healthy, and the next one may
+     * reach the primary.
+     */
+    private Mono<Void> discard(Connection connection) {
+        Connection physical = physical(connection);
+        Mono<Void> closePhysical = Mono.from(physical.close()).onErrorResume(e -> Mono.empty());
+        return physical == connection ? closePhysical : closePhysical.then(Mono.from(connection.close()));
+    }
+
+    /** The driver's connection under whatever wraps it (a pool's), or the innermost one found. */
+    private static Connection physical(Connection connection) {
+        Connection physical = connection;
+        while (!(physical instanceof PostgresqlConnection) && physical instanceof Wrapped<?> wrapped
+                && wrapped.unwrap() instanceof Connection inner && inner != physical) {
+            physical = inner;
+        }
+        return physical;
     }
 
     /** Runs a write again, on a fresh connection, only when PostgreSQL asks for it (40001, 40P01). */

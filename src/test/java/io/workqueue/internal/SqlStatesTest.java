@@ -53,4 +53,16 @@ class SqlStatesTest {
         assertTrue(SqlStates.isTransient(new TimeoutException("Did not observe any item or terminal signal")));
         assertTrue(SqlStates.isTransient(new RoundTimeoutException("q", Duration.ofSeconds(30))));
     }
+
+    @Test
+    void aWriteRefusedByAReadOnlyServerIsTransientAndItsConnectionMisdirected() {
+        // SQLSTATE 25006: a standby (the old primary back after a failover) reached through an address
+        // that still names it. The connection is closed; the next one may reach the primary.
+        R2dbcNonTransientResourceException refused = new R2dbcNonTransientResourceException(
+                "cannot execute UPDATE in a read-only transaction", "25006");
+        assertTrue(SqlStates.isTransient(refused));
+        assertTrue(SqlStates.isMisdirected(new WorkQueueException("wrapped", refused)));
+        assertFalse(SqlStates.isMisdirected(new R2dbcNonTransientResourceException("closed", "08006")));
+        assertFalse(SqlStates.isWriteRetryable(refused), "a writer does not retry it by itself");
+    }
 }
