@@ -84,7 +84,7 @@ abstract class ClaimLoop<R> {
         this.sink = sink;
         this.minBackoff = minBackoff;
         this.maxBackoff = maxBackoff;
-        this.roundTimeout = roundTimeout;
+        this.roundTimeout = Durations.capped(roundTimeout); // a lease meaning "forever" must not overflow the timer
         this.timer = timer;
     }
 

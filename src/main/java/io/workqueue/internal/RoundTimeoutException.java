@@ -13,6 +13,7 @@ final class RoundTimeoutException extends WorkQueueException {
 
     RoundTimeoutException(String queue, Duration timeout) {
         super("a round of the claim loop on queue " + queue + " had no answer within " + timeout
-                + " and was abandoned (is the connection half-open?)");
+                + ", the lease its claim takes, and was abandoned: the database is that slow, or the"
+                + " connection is half-open (a network cut)");
     }
 }
