@@ -162,8 +162,8 @@ public interface ReactiveWorkQueue<K> {
      * (acknowledging and claiming) with no answer within the options' lease is abandoned and counts
      * as transient: a connection that went half-open (a network cut) gives no other sign, and an
      * answer that late could only hand out leases that have lapsed. Abandoning it closes its
-     * connection. A stored key the codec can
-     * no longer decode never reaches the handler (see {@link KeyDecodingException}).
+     * connection. A stored key the codec can no longer decode never reaches the handler (see
+     * {@link KeyDecodingException}).
      *
      * <p><b>Cancellation</b> stops claiming: running handlers are not cancelled, and what they
      * finish is still completed (retried like any acknowledgement). Items leased by a round that was
@@ -184,8 +184,8 @@ public interface ReactiveWorkQueue<K> {
      * exponential back-off, and the stream continues; any other error terminates it. A claim with no
      * answer within {@code lease} is abandoned (its connection closed) and counts as transient: a
      * connection that went half-open (a network cut) gives no other sign, and its answer could only
-     * hand out leases that have lapsed. A stored key the codec can no longer decode is set aside, never
-     * emitted (see {@link KeyDecodingException}). Cancellation stops claiming and cancels a claim in
+     * hand out leases that have lapsed. A stored key the codec can no longer decode is set aside,
+     * never emitted (see {@link KeyDecodingException}). Cancellation stops claiming and cancels a claim in
      * flight on the server. Emits on driver threads. {@code lease} and {@code poll} follow the rules
      * of {@link #claim} and {@link #awaitWork}.
      *

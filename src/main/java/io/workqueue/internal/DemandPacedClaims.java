@@ -47,7 +47,7 @@ public final class DemandPacedClaims<T> {
      * @param minBackoff first delay after a transient failure
      * @param maxBackoff the delay never grows beyond this
      * @param claimTimeout a claim with no answer within this is abandoned and retried like a lost
-     *                   connection: the lease the claims take
+     *                     connection: the lease the claims take
      * @param timer      the scheduler for back-off delays and the claim timeout
      */
     public DemandPacedClaims(String name, int maxBatch, IntFunction<Mono<List<T>>> claim,
@@ -76,7 +76,8 @@ public final class DemandPacedClaims<T> {
 
         Loop(FluxSink<T> sink) {
             super(DemandPacedClaims.this.name, sink, DemandPacedClaims.this.minBackoff,
-                    DemandPacedClaims.this.maxBackoff, DemandPacedClaims.this.roundTimeout, DemandPacedClaims.this.timer);
+                    DemandPacedClaims.this.maxBackoff, DemandPacedClaims.this.roundTimeout,
+                    DemandPacedClaims.this.timer);
             this.items = sink;
         }
 

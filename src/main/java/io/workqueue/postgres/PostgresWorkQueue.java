@@ -65,7 +65,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     static final int MAX_ERROR_LENGTH = 1024;
     /** The least time between two WARNs about a held horizon from one instance. */
     private static final Duration HORIZON_WARNING_INTERVAL = Duration.ofMinutes(1);
-    /** A statement's send time before it is sent: a value {@code System.nanoTime()} does not return in practice. */
+    /** A statement's send time until it is sent: a value {@code System.nanoTime()} does not return in practice. */
     private static final long NOT_SENT = Long.MIN_VALUE;
     /** Bound on sending a cancel request, so that abandoning a connection cannot itself hang. */
     private static final Duration CANCEL_TIMEOUT = Duration.ofSeconds(5);
