@@ -299,12 +299,16 @@ public interface ReactiveWorkQueue<K> {
      * plus {@code concurrency}: at most {@code concurrency} completed items are ever buffered.
      *
      * <p><b>Database errors.</b> After a short claim it waits with
-     * {@link #awaitWork(Duration) awaitWork(poll)}. Transient failures — a lost connection, SQLSTATE
-     * 40001 or 40P01, an acknowledgement that did not commit within
-     * {@link WorkQueueConfig#writeTimeout()} ({@link WriteTimeoutException}) — are logged and
+     * {@link #awaitWork(Duration) awaitWork(poll)}. Transient failures — a lost connection, no
+     * connection from the pool in time, a server that turned read-only (SQLSTATE 25006, an old
+     * primary back as a standby), SQLSTATE 40001 or 40P01, an acknowledgement that did not commit
+     * within {@link WorkQueueConfig#writeTimeout()} ({@link WriteTimeoutException}) — are logged and
      * retried with bounded back-off, keeping the acknowledgements; any other error terminates the
-     * stream (unacknowledged items then lapse and are handed out again). A stored key the codec can
-     * no longer decode never reaches the handler (see {@link KeyDecodingException}). A
+     * stream (unacknowledged items then lapse and are handed out again). A statement (acknowledging
+     * and claiming) with no answer within the options' lease is abandoned and counts as transient: a
+     * connection that went half-open (a network cut) gives no other sign, and an answer that late
+     * could only hand out leases that have lapsed. Abandoning it closes its connection. A stored key
+     * the codec can no longer decode never reaches the handler (see {@link KeyDecodingException}). A
      * {@code null} handler or options are signalled as {@code NullPointerException} at
      * subscription.
      *
@@ -357,12 +361,16 @@ public interface ReactiveWorkQueue<K> {
      *
      * <p>Cold: nothing is claimed until subscription, and each subscription claims for itself. It
      * never completes by itself. Emits on driver threads. Errors: a transient failure (a lost
-     * connection, SQLSTATE 40001, 40P01; only the driver's and the network's own failures count)
-     * is logged and retried with bounded exponential back-off, and the stream continues; any other
+     * connection, no connection from the pool in time, a server that turned read-only, SQLSTATE
+     * 25006, 40001, 40P01; only the driver's, the pool's and the network's own failures count) is
+     * logged and retried with bounded exponential back-off, and the stream continues; any other
      * error terminates it, and so does a lease or poll that is not positive
-     * ({@code IllegalArgumentException}). Cancellation stops claiming, and a claim in flight is
-     * cancelled on the server or, if it shares its statement with other claims, undone (see
-     * {@link #claim}); items already emitted keep their leases until they lapse or are completed.
+     * ({@code IllegalArgumentException}). A claim with no answer within {@code lease} is abandoned
+     * (its connection closed) and counts as transient: a connection that went half-open (a network
+     * cut) gives no other sign, and its answer could only hand out leases that have lapsed.
+     * Cancellation stops claiming, and a claim in flight is cancelled on the server or, if it shares
+     * its statement with other claims, undone (see {@link #claim}); items already emitted keep their
+     * leases until they lapse or are completed.
      *
      * <p><b>Demand is the batch size.</b> Operators that request unbounded demand — {@code next()},
      * {@code blockFirst()}, {@code subscribe()} without a subscriber of your own, {@code take(n, false)}

@@ -18,7 +18,7 @@ public final class WorkQueueMeters {
     public static final String OUTCOME_SUCCESS = "success";
     /** {@link #OUTCOME_TAG} of a write that failed (its callers received the error). */
     public static final String OUTCOME_FAILURE = "failure";
-    /** {@link #OUTCOME_TAG} of a write abandoned at {@code enqueueTimeout} (its outcome unknown). */
+    /** {@link #OUTCOME_TAG} of a write abandoned at {@code writeTimeout} (its outcome unknown). */
     public static final String OUTCOME_TIMEOUT = "timeout";
 
     /** Counter: keys written by enqueues (after merging duplicates within a write). */
@@ -67,7 +67,7 @@ public final class WorkQueueMeters {
     /**
      * Timer: one group-committed enqueue write, retries included, tagged with its
      * {@link #OUTCOME_TAG}. Failed and timed-out writes are recorded too, so a stall shows while it
-     * lasts (as {@value #OUTCOME_TIMEOUT} writes near {@code enqueueTimeout}), not only once the
+     * lasts (as {@value #OUTCOME_TIMEOUT} writes near {@code writeTimeout}), not only once the
      * database recovers.
      */
     public static final String ENQUEUE_FLUSH_LATENCY = "workqueue.enqueue.flush.latency";

@@ -33,6 +33,14 @@ import reactor.core.scheduler.Scheduler;
  *                          └ ──permanent──▶ STOPPED
  * </pre>
  *
+ * <p>A round that has not answered within the loop's round timeout (the lease its claim takes) is
+ * abandoned and counts as a transient failure, so the loop backs off and tries again. Its answer
+ * could only hand out leases that had lapsed by the time it came, and a connection that went
+ * half-open (a network cut: no reset, no error, nothing) gives no other sign until the operating
+ * system gives up on it, which by Linux's defaults takes about a quarter of an hour. Abandoning the
+ * round cancels its statement, which closes the connection rather than handing it back to a pool.
+ * A round carrying acknowledgements keeps them for the next round: completing is idempotent.
+ *
  * <p>At most one round, wait or back-off is in flight per subscription. Cancellation disposes a
  * wait or a back-off, and a round that carries nothing but a claim (its statement is cancelled on
  * the server, so nothing is leased); a round carrying acknowledgements runs to its end. After
@@ -57,6 +65,7 @@ abstract class ClaimLoop<R> {
     protected final FluxSink<?> sink;
     private final Duration minBackoff;
     private final Duration maxBackoff;
+    private final Duration roundTimeout;
     private final Scheduler timer;
     private final Queue<Runnable> events = new ConcurrentLinkedQueue<>();
     private final AtomicInteger wip = new AtomicInteger();
@@ -69,11 +78,13 @@ abstract class ClaimLoop<R> {
     private long generation;
     private int failures;
 
-    ClaimLoop(String name, FluxSink<?> sink, Duration minBackoff, Duration maxBackoff, Scheduler timer) {
+    ClaimLoop(String name, FluxSink<?> sink, Duration minBackoff, Duration maxBackoff, Duration roundTimeout,
+            Scheduler timer) {
         this.name = name;
         this.sink = sink;
         this.minBackoff = minBackoff;
         this.maxBackoff = maxBackoff;
+        this.roundTimeout = Durations.capped(roundTimeout); // a lease meaning "forever" must not overflow the timer
         this.timer = timer;
     }
 
@@ -194,7 +205,9 @@ abstract class ClaimLoop<R> {
         state = State.RUNNING;
         stepCancellable = round.cancellable();
         // single(): a statement that emits nothing is a failure, not a silent stop.
-        step = round.statement().single().subscribe(
+        step = round.statement().single()
+                .timeout(roundTimeout, Mono.error(() -> new RoundTimeoutException(name, roundTimeout)), timer)
+                .subscribe(
                 whileCurrent(State.RUNNING, result -> {
                     failures = 0;
                     boolean waitForWork = roundSucceeded(result);

@@ -20,8 +20,9 @@ import reactor.core.scheduler.Scheduler;
  * outstanding demand read before a claim cannot be overtaken by emissions; nothing is ever leased
  * ahead of demand, and a slow consumer holds no leases in a buffer. Transient failures (see
  * {@link SqlStates#isTransient}) of a claim or a wait back off exponentially between
- * {@code minBackoff} and {@code maxBackoff} with jitter, reset by the next successful claim; any
- * other failure terminates the stream. Cancellation disposes the claim in flight (which the queue
+ * {@code minBackoff} and {@code maxBackoff} with jitter, reset by the next successful claim, and so
+ * does a claim with no answer within the claim timeout (a half-open connection); any other
+ * failure terminates the stream. Cancellation disposes the claim in flight (which the queue
  * cancels on the server, or undoes if it shares its statement) or the wait.
  *
  * @param <T> the item type
@@ -35,6 +36,7 @@ public final class DemandPacedClaims<T> {
     private final Supplier<Mono<Void>> awaitWork;
     private final Duration minBackoff;
     private final Duration maxBackoff;
+    private final Duration roundTimeout;
     private final Scheduler timer;
 
     /**
@@ -44,16 +46,20 @@ public final class DemandPacedClaims<T> {
      * @param awaitWork  completes when it is worth claiming again after a short batch
      * @param minBackoff first delay after a transient failure
      * @param maxBackoff the delay never grows beyond this
-     * @param timer      the scheduler for back-off delays
+     * @param claimTimeout a claim with no answer within this is abandoned and retried like a lost
+     *                     connection: the lease the claims take
+     * @param timer      the scheduler for back-off delays and the claim timeout
      */
     public DemandPacedClaims(String name, int maxBatch, IntFunction<Mono<List<T>>> claim,
-            Supplier<Mono<Void>> awaitWork, Duration minBackoff, Duration maxBackoff, Scheduler timer) {
+            Supplier<Mono<Void>> awaitWork, Duration minBackoff, Duration maxBackoff, Duration claimTimeout,
+            Scheduler timer) {
         this.name = name;
         this.maxBatch = maxBatch;
         this.claim = claim;
         this.awaitWork = awaitWork;
         this.minBackoff = minBackoff;
         this.maxBackoff = maxBackoff;
+        this.roundTimeout = claimTimeout;
         this.timer = timer;
     }
 
@@ -70,7 +76,8 @@ public final class DemandPacedClaims<T> {
 
         Loop(FluxSink<T> sink) {
             super(DemandPacedClaims.this.name, sink, DemandPacedClaims.this.minBackoff,
-                    DemandPacedClaims.this.maxBackoff, DemandPacedClaims.this.timer);
+                    DemandPacedClaims.this.maxBackoff, DemandPacedClaims.this.roundTimeout,
+                    DemandPacedClaims.this.timer);
             this.items = sink;
         }
 

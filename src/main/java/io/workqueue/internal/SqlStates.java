@@ -1,11 +1,13 @@
 package io.workqueue.internal;
 
 import io.r2dbc.spi.R2dbcException;
+import io.r2dbc.spi.R2dbcTimeoutException;
 import io.r2dbc.spi.R2dbcTransientResourceException;
 import io.workqueue.WriteTimeoutException;
 import java.io.IOException;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeoutException;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -20,6 +22,12 @@ public final class SqlStates {
     public static final String DEADLOCK_DETECTED = "40P01";
     /** A statement named a column the table lacks: a table from an older schema version. */
     public static final String UNDEFINED_COLUMN = "42703";
+    /**
+     * {@code read_only_sql_transaction}: a write reached a server that accepts no writes, a hot
+     * standby (the old primary back after a failover, reached through an address that still names
+     * it).
+     */
+    public static final String READ_ONLY_SQL_TRANSACTION = "25006";
 
     /** Server going away under us: admin shutdown, crash shutdown, cannot connect now. */
     private static final Set<String> SERVER_GONE = Set.of("57P01", "57P02", "57P03");
@@ -43,6 +51,16 @@ public final class SqlStates {
         return null;
     }
 
+    /**
+     * Whether the connection {@code error} came from leads somewhere it should not stay: to a server
+     * that refuses writes ({@value #READ_ONLY_SQL_TRANSACTION}). Such a connection is healthy as
+     * far as a pool can tell ({@code SELECT 1} works), so handed back it would be handed out again,
+     * and every write on it refused, for as long as it lives.
+     */
+    public static boolean isMisdirected(Throwable error) {
+        return READ_ONLY_SQL_TRANSACTION.equals(sqlState(error));
+    }
+
     /** Whether a write should run again: PostgreSQL asked for it (40001, 40P01), nothing else. */
     public static boolean isWriteRetryable(Throwable error) {
         String state = sqlState(error);
@@ -51,10 +69,17 @@ public final class SqlStates {
 
     /**
      * Whether a long-running loop (a claim stream, a worker) should back off and carry on: a
-     * retryable write, a lost connection (SQLSTATE class 08, the server shutting down, or an I/O
-     * failure raised by the driver or the network stack), or a group-committed write whose commit
-     * was not confirmed in time ({@link WriteTimeoutException}: enqueues and completes are
-     * idempotent, so running them again is safe).
+     * retryable write; a lost connection (SQLSTATE class 08, the server shutting down, or an I/O
+     * failure raised by the driver or the network stack); no connection in time (a pool's
+     * acquisition or validation timing out: an {@link R2dbcTimeoutException} without a SQLSTATE, or
+     * a bare {@link TimeoutException}), as when the network to the database is cut; a round of the
+     * loop that had no answer within its bound ({@link RoundTimeoutException}: a half-open
+     * connection); a server that refuses writes ({@value #READ_ONLY_SQL_TRANSACTION}: a standby,
+     * such as the old primary back after a failover, reached through an address that still names
+     * it; the queue closes that connection, so the next one may reach the primary); or a
+     * group-committed write whose commit was not confirmed in time
+     * ({@link WriteTimeoutException}: enqueues and completes are idempotent, so running them again
+     * is safe).
      *
      * <p>Nothing else is transient. In particular an {@link IOException} thrown by user code — a
      * key codec whose JSON no longer matches the type, say — is a bug to report, not an outage to
@@ -65,11 +90,15 @@ public final class SqlStates {
             return true;
         }
         String state = sqlState(error);
-        if (state != null && (state.startsWith("08") || SERVER_GONE.contains(state))) {
+        if (state != null && (state.startsWith("08") || SERVER_GONE.contains(state)
+                || READ_ONLY_SQL_TRANSACTION.equals(state))) {
             return true;
         }
         for (Throwable t = error; t != null; t = t.getCause()) {
-            if (t instanceof WriteTimeoutException || t instanceof R2dbcTransientResourceException
+            if (t instanceof WriteTimeoutException || t instanceof RoundTimeoutException
+                    || t instanceof R2dbcTransientResourceException
+                    || (t instanceof R2dbcTimeoutException timeout && timeout.getSqlState() == null)
+                    || t instanceof TimeoutException
                     || (t instanceof IOException && raisedByTransport(t))) {
                 return true;
             }

@@ -40,9 +40,9 @@ import reactor.core.scheduler.Scheduler;
  * or returns {@code null} is replaced by {@link WorkerOptions#exponentialBackoff}; a handler still
  * running when its lease ends is cancelled and its slot freed (the item has lapsed and belongs to
  * whoever reclaims it). Only JVM-fatal errors ({@link Throwables#isJvmFatal}) end the stream, with that error.
- * Transient failures of a round (a lost connection, 40001/40P01, an acknowledgement that timed out)
- * keep the acknowledgements and back off; any other failure ends the stream, and what was not
- * acknowledged lapses and is handed out again.
+ * Transient failures of a round (a lost connection, 40001/40P01, an acknowledgement that timed out,
+ * a round with no answer within the lease) keep the acknowledgements and back off; any other
+ * failure ends the stream, and what was not acknowledged lapses and is handed out again.
  *
  * <p>Cancellation stops claiming; handlers already running are not cancelled, and what they finish
  * is still acknowledged. Items leased by a round in flight at cancellation are released at once.
@@ -108,7 +108,7 @@ public final class Worker<K> {
         private boolean stopping;
 
         Loop(FluxSink<Item<K>> sink) {
-            super(queue.name(), sink, Backoff.MIN, Backoff.MAX, timer);
+            super(queue.name(), sink, Backoff.MIN, Backoff.MAX, options.lease(), timer);
             this.items = sink;
         }
 

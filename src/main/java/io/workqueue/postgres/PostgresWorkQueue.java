@@ -65,6 +65,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     static final int MAX_ERROR_LENGTH = 1024;
     /** The least time between two WARNs about a held horizon from one instance. */
     private static final Duration HORIZON_WARNING_INTERVAL = Duration.ofMinutes(1);
+    /** A statement's send time until it is sent: a value {@code System.nanoTime()} does not return in practice. */
+    private static final long NOT_SENT = Long.MIN_VALUE;
     /** Bound on sending a cancel request, so that abandoning a connection cannot itself hang. */
     private static final Duration CANCEL_TIMEOUT = Duration.ofSeconds(5);
 
@@ -355,7 +357,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Mono.defer(() -> {
             long start = System.nanoTime();
             ClaimCursors.Plan plan = cursors.plan(start);
+            // When the statement went out: a sweep is charged for its own work only, never for the
+            // wait for a connection (a busy pool, a cold start), which says nothing about its cost.
+            AtomicLong sentAt = new AtomicLong(NOT_SENT);
             Mono<Leased<K>> claimed = inConnection(connection -> {
+                        sentAt.set(System.nanoTime());
                         Statement statement = bindRest.apply(connection.createStatement(plan.sweep() ? sweepSql : cursorSql)
                                 .bind(0, config.name())
                                 .bind(1, config.maxAttempts())
@@ -383,7 +389,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                 // However the sweep ends (leased, failed, cancelled), the next one is scheduled.
                 claimed = claimed.doFinally(signal -> {
                     long end = System.nanoTime();
-                    cursors.sweepEnded(end, end - start);
+                    long sent = sentAt.get();
+                    cursors.sweepEnded(end, sent == NOT_SENT ? 0 : end - sent);
                 });
             }
             return claimed.flatMap(leased -> leased.undecodable().isEmpty()
@@ -476,7 +483,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             requirePositive("poll", poll);
             return new DemandPacedClaims<>(config.name(), config.maxClaimBatch(),
                     want -> claim(want, lease), () -> awaitWork(poll),
-                    Backoff.MIN, Backoff.MAX, timer).flux();
+                    Backoff.MIN, Backoff.MAX, lease, timer).flux();
         });
     }
 
@@ -669,11 +676,14 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     /**
      * Borrows a connection for {@code work} and gives it back on completion and error; on cancel
-     * (a subscriber leaving, the group commit's timeout) it is {@linkplain #abandon abandoned}.
+     * (a subscriber leaving, the group commit's timeout) it is {@linkplain #abandon abandoned}, and
+     * after an error saying it leads to a server that refuses writes it is
+     * {@linkplain #discard discarded}.
      */
     private <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
         return Mono.usingWhen(connectionFactory.create(), work, Connection::close,
-                        (connection, error) -> connection.close(), this::abandon)
+                        (connection, error) -> SqlStates.isMisdirected(error) ? discard(connection) : connection.close(),
+                        this::abandon)
                 .onErrorMap(this::outdatedSchema);
     }
 
@@ -701,12 +711,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      * validates it and replaces it.
      */
     private Mono<Void> abandon(Connection connection) {
-        Connection physical = connection;
-        while (!(physical instanceof PostgresqlConnection) && physical instanceof Wrapped<?> wrapped
-                && wrapped.unwrap() instanceof Connection inner && inner != physical) {
-            physical = inner;
-        }
-        if (!(physical instanceof PostgresqlConnection postgres)) {
+        if (!(physical(connection) instanceof PostgresqlConnection postgres)) {
             return Mono.from(connection.close());
         }
         Mono<Void> cancel = postgres.cancelRequest()
@@ -715,10 +720,30 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                     log.debug("cancel request for an abandoned statement on queue {} failed", config.name(), e);
                     return Mono.empty();
                 });
-        Mono<Void> closePhysical = postgres.close().onErrorResume(e -> Mono.empty());
-        return physical == connection
-                ? cancel.then(closePhysical)
-                : cancel.then(closePhysical).then(Mono.from(connection.close()));
+        return cancel.then(discard(connection));
+    }
+
+    /**
+     * Closes the physical connection under {@code connection}, then gives {@code connection} back:
+     * a pool finds it closed when it validates it, and replaces it, so it is never handed out
+     * again. For a connection to a server that refuses writes (a standby reached through an address
+     * that still names it after a failover): the pool would think it healthy, and the next one may
+     * reach the primary.
+     */
+    private Mono<Void> discard(Connection connection) {
+        Connection physical = physical(connection);
+        Mono<Void> closePhysical = Mono.from(physical.close()).onErrorResume(e -> Mono.empty());
+        return physical == connection ? closePhysical : closePhysical.then(Mono.from(connection.close()));
+    }
+
+    /** The driver's connection under whatever wraps it (a pool's), or the innermost one found. */
+    private static Connection physical(Connection connection) {
+        Connection physical = connection;
+        while (!(physical instanceof PostgresqlConnection) && physical instanceof Wrapped<?> wrapped
+                && wrapped.unwrap() instanceof Connection inner && inner != physical) {
+            physical = inner;
+        }
+        return physical;
     }
 
     /** Runs a write again, on a fresh connection, only when PostgreSQL asks for it (40001, 40P01). */

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkerOptions;
 import io.workqueue.internal.SqlStates;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -93,6 +94,21 @@ final class Drain implements AutoCloseable {
                         workerFailures.add(error);
                     }, () -> workerFailures.add(new AssertionError(name + " completed; claimStream is endless"))));
         }
+    }
+
+    /**
+     * Starts a worker that runs the library's own {@code process()}: its handler records each claim
+     * and does nothing else; each item it emits is a completion it saw acknowledged.
+     */
+    void startProcessWorker(String name, WorkerOptions options) {
+        running.add(queue.process(item -> Mono.fromRunnable(() -> ledger.claimed(item, name)), options)
+                .subscribe(item -> {
+                    ledger.completed(List.of(item.key()));
+                    completionTimes.add(System.nanoTime());
+                }, error -> {
+                    log.error("{} stopped", name, error);
+                    workerFailures.add(error);
+                }, () -> workerFailures.add(new AssertionError(name + " completed; process() is endless"))));
     }
 
     /**

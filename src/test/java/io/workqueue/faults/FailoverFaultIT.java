@@ -3,11 +3,14 @@ package io.workqueue.faults;
 import io.r2dbc.pool.ConnectionPool;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
+import io.workqueue.notify.PgNotificationListener;
 import io.workqueue.testing.Poll;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
@@ -28,6 +31,10 @@ class FailoverFaultIT {
     private ConnectionPool pool;
     private String prefix;
     private ReactiveWorkQueue<String> queue;
+    private PgNotificationListener listener;
+    /** When the listener's LISTEN sessions were established, and when it heard the queue's notifications. */
+    private final Queue<Long> sessions = new ConcurrentLinkedQueue<>();
+    private final Queue<Long> notifications = new ConcurrentLinkedQueue<>();
 
     /**
      * Makes the pair, a queue through the multi-host URL, and a drain of four workers and a live
@@ -38,8 +45,16 @@ class FailoverFaultIT {
         FaultServer both = FaultServer.at(pair.failoverUrl());
         prefix = both.createTable();
         pool = both.pool(8);
+        // The listener on the same multi-host URL, unpooled, with its default back-off.
+        String channel = prefix + "_wake";
+        listener = PgNotificationListener.builder(both.plain()).channel(channel).build();
+        listener.wakeups().subscribe(signal -> (signal == PgNotificationListener.SESSION_ESTABLISHED
+                ? sessions : notifications).add(System.nanoTime()));
+        Poll.until(Duration.ofSeconds(30), "the listener listens", () -> !sessions.isEmpty());
         queue = ReactiveWorkQueue.builder(pool, String.class)
-                .config(WorkQueueConfig.builder(name).tablePrefix(prefix).writeTimeout(Duration.ofSeconds(5)).build())
+                .config(WorkQueueConfig.builder(name).tablePrefix(prefix).notifyChannel(channel)
+                        .writeTimeout(Duration.ofSeconds(5)).build())
+                .wakeups(listener.wakeups())
                 .build();
         Drain drain = new Drain(queue, ledger);
         try {
@@ -56,12 +71,39 @@ class FailoverFaultIT {
 
     @AfterEach
     void tearDown() {
+        if (listener != null) {
+            listener.close().block(Duration.ofSeconds(10));
+        }
         if (pool != null) {
             pool.disposeLater().block(Duration.ofSeconds(30));
         }
         if (pair != null) {
             pair.close();
         }
+    }
+
+    /**
+     * The listener across the failover: its session died with the old primary, and it reconnects
+     * through the multi-host URL, which finds no primary until the promotion. Waits until it
+     * listens again and proves delivery (a notification sent through the same URL comes back).
+     * Returns, in milliseconds, {@code [listening again after the kill, the same after the promotion
+     * was seen (negative: before), the queue's first notification heard after the promotion (-1 if
+     * none came), the delivery probe's round trip]}.
+     */
+    private long[] listenerRecovery(long killedAt, long promotedAt) {
+        Poll.until(Duration.ofSeconds(60), "the listener listens again after the kill",
+                () -> first(sessions, killedAt) >= 0);
+        long listening = first(sessions, killedAt);
+        long probing = System.nanoTime();
+        listener.verifyDelivery(Duration.ofSeconds(10)).block(Duration.ofSeconds(30));
+        long probed = System.nanoTime() - probing;
+        long notified = first(notifications, Math.max(listening, promotedAt));
+        return new long[] {(listening - killedAt) / 1_000_000, (listening - promotedAt) / 1_000_000,
+                notified < 0 ? -1 : (notified - promotedAt) / 1_000_000, probed / 1_000_000};
+    }
+
+    private static long first(Queue<Long> times, long since) {
+        return times.stream().filter(t -> t > since).min(Long::compare).orElse(-1L);
     }
 
     @Test
@@ -84,13 +126,18 @@ class FailoverFaultIT {
                     () -> drain.firstCompletionAfter(promotedAt) >= 0, drain::progress);
             Poll.until(Duration.ofSeconds(60), "the producer commits a batch on the new primary",
                     () -> drain.producerDone() || drain.firstEnqueueAfter(promotedAt) >= 0, drain::progress);
+            long[] listenerBack = listenerRecovery(killedAt, promotedAt);
             drain.awaitDrained(Duration.ofSeconds(120));
             Duration workerRecovery = Duration.ofNanos(drain.firstCompletionAfter(promotedAt));
             long producerAfter = drain.firstEnqueueAfter(promotedAt);
             log.info("[failover] after the promotion: workers completed again within {} ms, the producer committed"
-                            + " again within {}; {} enqueue attempts failed, {} acknowledgements were retried",
+                            + " again within {}; the listener listened again {} ms after the kill ({} ms after the"
+                            + " promotion was seen), heard the queue's first notification {} ms after it, and a"
+                            + " delivery probe came back in {} ms; {} enqueue attempts failed, {} acknowledgements"
+                            + " were retried",
                     workerRecovery.toMillis(),
                     producerAfter < 0 ? "n/a (it had finished)" : producerAfter / 1_000_000 + " ms",
+                    listenerBack[0], listenerBack[1], listenerBack[2], listenerBack[3],
                     drain.enqueueFailures(), drain.completeRetries());
             drain.close();
             ledger.assertExact(Ledger.readTable(survivor, prefix, queue), queue.stats().block(Duration.ofSeconds(30)),
@@ -109,6 +156,7 @@ class FailoverFaultIT {
         Ledger ledger = new Ledger("failover, asynchronous");
         try (Drain drain = drainingThroughThePair(false, "failover-async", ledger)) {
 
+            long killedAt = System.nanoTime();
             pair.killPrimary();
             pair.promoteStandby();
             long promotedAt = System.nanoTime();
@@ -124,6 +172,7 @@ class FailoverFaultIT {
 
             Poll.until(Duration.ofSeconds(60), "a worker completes a key on the new primary",
                     () -> drain.firstCompletionAfter(promotedAt) >= 0, drain::progress);
+            long[] listenerBack = listenerRecovery(killedAt, promotedAt);
             Poll.until(Duration.ofSeconds(120), "everything the producer enqueued after the promotion is completed",
                     () -> drain.producerDone() && ledger.completedSoFar().containsAll(
                             ledger.enqueuedSoFar().stream().filter(k -> !enqueuedBefore.contains(k)).toList()),
@@ -137,9 +186,13 @@ class FailoverFaultIT {
                                 + missing.stream().map(k -> k + "=" + rows.get(k)).toList();
                     });
             log.info("[failover, asynchronous] of {} enqueues and {} completions acknowledged before the promotion, {} and {}"
-                            + " were lost with the primary; workers completed again within {} ms of the promotion",
+                            + " were lost with the primary; workers completed again within {} ms of the promotion, the"
+                            + " listener listened again {} ms after the kill ({} ms after the promotion was seen),"
+                            + " heard the queue's first notification {} ms after it, and a delivery probe came back in"
+                            + " {} ms",
                     enqueuedBefore.size(), completedBefore.size(), lost[0], lost[1],
-                    drain.firstCompletionAfter(promotedAt) / 1_000_000);
+                    drain.firstCompletionAfter(promotedAt) / 1_000_000, listenerBack[0], listenerBack[1],
+                    listenerBack[2], listenerBack[3]);
         }
     }
 }

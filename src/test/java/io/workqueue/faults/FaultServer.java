@@ -121,7 +121,12 @@ final class FaultServer {
      * an error during an outage instead of queueing forever.
      */
     ConnectionPool pool(int maxSize) {
-        return new ConnectionPool(ConnectionPoolConfiguration.builder(plain())
+        return validatingPool(plain(), maxSize);
+    }
+
+    /** {@link #pool(int)}'s configuration over any {@code factory}. */
+    static ConnectionPool validatingPool(ConnectionFactory factory, int maxSize) {
+        return new ConnectionPool(ConnectionPoolConfiguration.builder(factory)
                 .initialSize(0)
                 .maxSize(maxSize)
                 .validationQuery("SELECT 1")

@@ -113,6 +113,41 @@ final class HaPair implements AutoCloseable {
                 "SELECT pg_is_in_recovery()")));
     }
 
+    /**
+     * Brings the killed primary back as what a careless restart makes of it: a hot standby of the
+     * new primary ({@code standby.signal}), read-only, accepting connections on its old port. (It
+     * runs crash recovery first; whether it can then follow the new timeline does not matter here,
+     * only that it answers, and refuses writes with SQLSTATE 25006.) Waits until it accepts
+     * connections in recovery.
+     */
+    void restartOldPrimaryAsStandby() {
+        Path data = Path.of("/var/lib/postgresql", version, PRIMARY);
+        append(data.resolve("postgresql.auto.conf"), "primary_conninfo = 'host=127.0.0.1 port=" + STANDBY_PORT
+                + " user=postgres application_name=" + PRIMARY + "'\n");
+        run("touch", data.resolve("standby.signal").toString());
+        run("chown", "postgres:postgres", data.resolve("standby.signal").toString(),
+                data.resolve("postgresql.auto.conf").toString());
+        // The killed postmaster's backends notice its death and exit on their own; until the last
+        // one has, the new postmaster refuses to start on their shared memory.
+        Poll.until(Duration.ofSeconds(60), "the old primary starts again", () -> {
+            try {
+                run("pg_ctlcluster", "--skip-systemctl-redirect", version, PRIMARY, "start");
+                return true;
+            } catch (AssertionError e) {
+                log.info("the old primary did not start yet: {}", e.getMessage());
+                return false;
+            }
+        });
+        Poll.until(Duration.ofSeconds(60), "the old primary answers, read-only", () -> "t".equals(psql(PRIMARY_PORT,
+                "SELECT pg_is_in_recovery()")));
+        log.info("the old primary is back on {} as a read-only standby", PRIMARY_PORT);
+    }
+
+    /** The old primary's own URL, whatever it is now. */
+    String oldPrimaryUrl() {
+        return "r2dbc:postgresql://postgres@127.0.0.1:" + PRIMARY_PORT + "/postgres";
+    }
+
     @Override
     public void close() {
         drop();

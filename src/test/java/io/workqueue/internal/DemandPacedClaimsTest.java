@@ -42,6 +42,7 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 class DemandPacedClaimsTest {
     private static final Duration MIN_BACKOFF = Duration.ofMillis(100);
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
+    private static final Duration CLAIM_TIMEOUT = Duration.ofSeconds(30);
 
     private final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
     /** Every claim's {@code want}, in order. */
@@ -113,7 +114,8 @@ class DemandPacedClaimsTest {
     }
 
     private Flux<Integer> claims(int maxBatch, IntFunction<Mono<List<Integer>>> claim, Supplier<Mono<Void>> awaitWork) {
-        return new DemandPacedClaims<>("test-queue", maxBatch, claim, awaitWork, MIN_BACKOFF, MAX_BACKOFF, vts).flux();
+        return new DemandPacedClaims<>("test-queue", maxBatch, claim, awaitWork, MIN_BACKOFF, MAX_BACKOFF, CLAIM_TIMEOUT,
+                vts).flux();
     }
 
     // ---------------------------------------------------------------- pacing by demand
@@ -321,6 +323,34 @@ class DemandPacedClaimsTest {
         assertEquals(before, claimTimes.get(10));
         assertEquals(before + MIN_BACKOFF.toMillis(), claimTimes.get(11));
         subscriber.dispose();
+    }
+
+    /**
+     * A claim on a half-open connection never answers and never fails: after the claim timeout it
+     * is abandoned (cancelled, which closes its connection) and the loop claims again.
+     */
+    @Test
+    void aClaimWithNoAnswerWithinTheClaimTimeoutIsAbandonedAndClaimedAgain() {
+        AtomicBoolean firstCancelled = new AtomicBoolean();
+        List<Long> claimTimes = new CopyOnWriteArrayList<>();
+        IntFunction<Mono<List<Integer>>> claim = want -> Mono.defer(() -> {
+            claimTimes.add(vts.now(TimeUnit.MILLISECONDS));
+            return claimTimes.size() == 1
+                    ? Mono.<List<Integer>>never().doOnCancel(() -> firstCancelled.set(true))
+                    : Mono.just(items(want));
+        });
+        List<Integer> received = new CopyOnWriteArrayList<>();
+        Disposable stream = claims(500, claim, awaitImmediately()).limitRate(2).take(2).subscribe(received::add);
+
+        vts.advanceTimeBy(CLAIM_TIMEOUT.minusMillis(1));
+        assertEquals(1, claimTimes.size(), "still waiting for the first claim's answer");
+        assertFalse(firstCancelled.get());
+        vts.advanceTimeBy(Duration.ofMillis(1).plus(MIN_BACKOFF));
+        assertTrue(firstCancelled.get(), "the unanswered claim is abandoned at the timeout");
+        assertEquals(2, claimTimes.size(), claimTimes::toString);
+        assertEquals(CLAIM_TIMEOUT.plus(MIN_BACKOFF).toMillis(), claimTimes.get(1), "after the first back-off");
+        assertEquals(List.of(0, 1), received);
+        stream.dispose();
     }
 
     static Stream<Arguments> permanentFailures() {

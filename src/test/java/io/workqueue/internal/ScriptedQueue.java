@@ -41,6 +41,12 @@ final class ScriptedQueue implements ReactiveWorkQueue<String> {
     final List<String> claimed = new ArrayList<>();
     final List<Release> released = new ArrayList<>();
     final List<Integer> claimLimits = new ArrayList<>();
+    /**
+     * How many of the next rounds never answer, as on a half-open connection: they record nothing,
+     * and count in {@link #abandoned} when the worker gives up on them.
+     */
+    int hangingRounds;
+    int abandoned;
     /** How long each completeAndClaim takes, on the queue's timer; zero answers at once. */
     Duration roundDelay = Duration.ZERO;
     int rounds;
@@ -70,6 +76,9 @@ final class ScriptedQueue implements ReactiveWorkQueue<String> {
         return Mono.defer(() -> {
             synchronized (this) {
                 rounds++;
+                if (hangingRounds > 0) {
+                    return hang();
+                }
                 Throwable failure = roundFailures.poll();
                 if (failure != null) {
                     return Mono.error(failure);
@@ -94,12 +103,24 @@ final class ScriptedQueue implements ReactiveWorkQueue<String> {
             synchronized (this) {
                 rounds++;
                 completeCalls++;
+                if (hangingRounds > 0) {
+                    return hang();
+                }
                 Throwable failure = roundFailures.poll();
                 if (failure != null) {
                     return Mono.error(failure);
                 }
                 completed.addAll(keys);
                 return Mono.just((long) keys.size());
+            }
+        });
+    }
+
+    private <T> Mono<T> hang() {
+        hangingRounds--;
+        return Mono.<T>never().doOnCancel(() -> {
+            synchronized (this) {
+                abandoned++;
             }
         });
     }

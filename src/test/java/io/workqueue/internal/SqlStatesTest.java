@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.core.JsonParseException;
 import io.r2dbc.spi.R2dbcNonTransientResourceException;
+import io.r2dbc.spi.R2dbcTimeoutException;
 import io.workqueue.WorkQueueException;
 import io.workqueue.WriteTimeoutException;
 import java.io.IOException;
@@ -12,6 +13,7 @@ import java.io.UncheckedIOException;
 import java.net.ConnectException;
 import java.nio.channels.ClosedChannelException;
 import java.time.Duration;
+import java.util.concurrent.TimeoutException;
 import org.junit.jupiter.api.Test;
 
 /** Which failures a claim loop rides out: only the driver's and the network's, and write timeouts. */
@@ -40,5 +42,27 @@ class SqlStatesTest {
         assertTrue(SqlStates.isTransient(new WriteTimeoutException("late", Duration.ofSeconds(1), null)));
         assertTrue(SqlStates.isTransient(new WorkQueueException("complete failed",
                 new WriteTimeoutException("late", Duration.ofSeconds(1), null))));
+    }
+
+    @Test
+    void noConnectionInTimeIsTransient() {
+        // What r2dbc-pool raises when it cannot hand out a connection in time (a cut network: the
+        // connect and the validation query go unanswered).
+        assertTrue(SqlStates.isTransient(new R2dbcTimeoutException("Connection acquisition timed out after 5000ms",
+                new TimeoutException())));
+        assertTrue(SqlStates.isTransient(new TimeoutException("Did not observe any item or terminal signal")));
+        assertTrue(SqlStates.isTransient(new RoundTimeoutException("q", Duration.ofSeconds(30))));
+    }
+
+    @Test
+    void aWriteRefusedByAReadOnlyServerIsTransientAndItsConnectionMisdirected() {
+        // SQLSTATE 25006: a standby (the old primary back after a failover) reached through an address
+        // that still names it. The connection is closed; the next one may reach the primary.
+        R2dbcNonTransientResourceException refused = new R2dbcNonTransientResourceException(
+                "cannot execute UPDATE in a read-only transaction", "25006");
+        assertTrue(SqlStates.isTransient(refused));
+        assertTrue(SqlStates.isMisdirected(new WorkQueueException("wrapped", refused)));
+        assertFalse(SqlStates.isMisdirected(new R2dbcNonTransientResourceException("closed", "08006")));
+        assertFalse(SqlStates.isWriteRetryable(refused), "a writer does not retry it by itself");
     }
 }

@@ -275,6 +275,32 @@ class WorkerTest {
         assertEquals(List.of("a", "b"), queue.completed, "a acknowledged once, by the retry");
     }
 
+    /**
+     * A round on a half-open connection neither answers nor fails: once the lease has passed it is
+     * abandoned (its connection closed) and its acknowledgements go out with the next round.
+     */
+    @Test
+    void aRoundWithNoAnswerWithinTheLeaseIsAbandonedAndItsAcknowledgementsAreSentAgain() {
+        ScriptedQueue queue = queue("a", "b");
+        WorkerOptions options = options(1).build();
+        Sinks.Empty<Void> aDone = Sinks.empty();
+
+        Downstream downstream = run(queue, item -> item.key().equals("a") ? aDone.asMono() : Mono.empty(), options,
+                Long.MAX_VALUE);
+        queue.hangingRounds = 1; // round 2: acknowledge a, claim
+        aDone.tryEmitEmpty();
+        vts.advanceTimeBy(options.lease().minusMillis(1));
+        assertEquals(List.of("a"), queue.claimed);
+        assertEquals(2, queue.rounds, "waiting for round 2's answer");
+        assertEquals(0, queue.abandoned);
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertEquals(1, queue.abandoned, "the unanswered round is given up at the lease");
+        assertNull(downstream.error.get(), () -> "the stream ended: " + downstream.error.get());
+        assertEquals(List.of("a", "b"), downstream.received);
+        assertEquals(List.of("a", "b"), queue.completed, "a acknowledged by the round after the abandoned one");
+    }
+
     @Test
     void afterCancellationATimedOutAcknowledgementIsStillRetried() {
         ScriptedQueue queue = queue("a");
