@@ -1,5 +1,6 @@
 package io.workqueue.faults;
 
+import io.workqueue.testing.Skips;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.r2dbc.pool.ConnectionPool;
@@ -17,7 +18,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -67,7 +67,7 @@ final class FaultServer {
             if (required()) {
                 fail(REQUIRED_VARIABLE + "=true but the server cannot be controlled here: " + why);
             }
-            Assumptions.abort(why);
+            Skips.abort(why);
         }
         String[] parts = cluster.trim().split("\\s+");
         if (parts.length != 2) {

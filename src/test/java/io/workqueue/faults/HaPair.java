@@ -1,5 +1,6 @@
 package io.workqueue.faults;
 
+import io.workqueue.testing.Skips;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.workqueue.testing.Poll;
@@ -11,7 +12,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,7 +50,7 @@ final class HaPair implements AutoCloseable {
             if ("true".equalsIgnoreCase(System.getenv(REQUIRED_VARIABLE))) {
                 fail(REQUIRED_VARIABLE + "=true but " + why);
             }
-            Assumptions.abort(why);
+            Skips.abort(why);
         }
         String version;
         try (var versions = Files.list(Path.of("/etc/postgresql"))) {

@@ -1,5 +1,6 @@
 package io.workqueue.faults;
 
+import io.workqueue.testing.Skips;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.workqueue.testing.Poll;
@@ -12,7 +13,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -85,7 +85,7 @@ final class HostNetwork implements AutoCloseable {
             if ("true".equalsIgnoreCase(System.getenv(REQUIRED_VARIABLE))) {
                 fail(REQUIRED_VARIABLE + "=true but " + why);
             }
-            Assumptions.abort(why);
+            Skips.abort(why);
         }
         String version;
         try (var versions = Files.list(Path.of("/etc/postgresql"))) {
@@ -101,7 +101,7 @@ final class HostNetwork implements AutoCloseable {
             network.remove();
             if (!"true".equalsIgnoreCase(System.getenv(REQUIRED_VARIABLE))) {
                 // A container without the capabilities for namespaces, say.
-                Assumptions.abort("the worker-host scenario could not build its network here: " + e.getMessage());
+                Skips.abort("the worker-host scenario could not build its network here: " + e.getMessage());
             }
             throw e;
         }

@@ -1,5 +1,6 @@
 package io.workqueue.topologies;
 
+import io.workqueue.testing.Skips;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.r2dbc.pool.ConnectionPool;
@@ -8,7 +9,6 @@ import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryOptions;
 import java.time.Duration;
-import org.junit.jupiter.api.Assumptions;
 
 /**
  * A real PgBouncer in {@code pool_mode = transaction} in front of the test server, as
@@ -39,7 +39,7 @@ final class PgBouncer {
             if ("true".equalsIgnoreCase(System.getenv(REQUIRED_VARIABLE))) {
                 fail(REQUIRED_VARIABLE + "=true but " + why);
             }
-            Assumptions.abort(why);
+            Skips.abort(why);
         }
         return base + "/" + database + (options.isEmpty() ? "" : "?" + options);
     }
