@@ -29,14 +29,28 @@ public final class DemoDatabase implements AutoCloseable {
         this.embedded = embedded;
     }
 
-    /** Finds or starts the server. */
+    /**
+     * Finds or starts the server. An embedded one is also stopped by a JVM shutdown hook, so that a
+     * program interrupted with Ctrl-C leaves no PostgreSQL process behind.
+     */
     public static DemoDatabase start() {
+        return start(true);
+    }
+
+    /**
+     * Finds or starts the server; {@code stopOnExit} false leaves stopping an embedded one to the
+     * caller's {@link #close()} alone. A Spring application wants that: the JVM runs shutdown hooks
+     * concurrently, so a hook of the server's own would stop PostgreSQL while the application's
+     * context is still closing (its listener and pool would lose their connections mid-shutdown);
+     * the context closes the server itself, last, as a bean.
+     */
+    public static DemoDatabase start(boolean stopOnExit) {
         String fromEnvironment = System.getenv(URL_VARIABLE);
         if (fromEnvironment != null && !fromEnvironment.isBlank()) {
             return new DemoDatabase(fromEnvironment, fromEnvironment + " (from " + URL_VARIABLE + ")", null);
         }
         try {
-            EmbeddedPostgres embedded = EmbeddedPostgres.builder().start();
+            EmbeddedPostgres embedded = EmbeddedPostgres.builder().setRegisterShutdownHook(stopOnExit).start();
             String url = "r2dbc:postgresql://postgres@localhost:" + embedded.getPort() + "/postgres";
             return new DemoDatabase(url, "an embedded PostgreSQL at " + url + " (set " + URL_VARIABLE
                     + " to use your own)", embedded);

@@ -22,7 +22,9 @@ class DemoDatabaseEnvironment implements EnvironmentPostProcessor {
         if (url != null && !url.isBlank()) {
             return;
         }
-        DemoDatabase database = DemoDatabase.start();
+        // Stopped by the context, after everything that uses it: not by a JVM shutdown hook of its
+        // own, which would race the context's close on Ctrl-C.
+        DemoDatabase database = DemoDatabase.start(false);
         environment.getPropertySources().addFirst(new MapPropertySource("demoDatabase",
                 java.util.Map.of("spring.r2dbc.url", database.url())));
         application.addInitializers(context -> ((GenericApplicationContext) context).registerBean("demoDatabase",
