@@ -434,7 +434,7 @@ public final class Bench {
         Table t = new Table("1. Drain (items/s; ratios to the pgbench run of the same statements, same W and B)",
                 "W", "B", "pgbench 2 stmts", "claim/complete loop", "÷ pgbench", "claimStream+complete", "÷ pgbench",
                 "pgbench completeAndClaim", "process()", "÷ pgbench", "claimStream, deleteOnComplete",
-                "÷ claimStream", "best library ÷ Graphile (24)");
+                "÷ claimStream", "process(), deleteOnComplete", "÷ process()", "best library ÷ Graphile (24)");
         for (int w : o.workers) {
             for (int b : o.batches) {
                 String c = cell(w, b);
@@ -444,10 +444,12 @@ public final class Bench {
                 double p1 = m.get("pgbench_complete_and_claim").get(c);
                 double process = m.get("process").get(c);
                 double deleting = m.get("claim_stream_delete").get(c);
+                double processDeleting = m.get("process_delete").get(c);
                 double best = bestLibraryMode(m, c).getValue();
                 t.row(w, b, Table.rate(p2), Table.rate(loop), Table.ratio(loop / p2), Table.rate(stream),
                         Table.ratio(stream / p2), Table.rate(p1), Table.rate(process), Table.ratio(process / p1),
-                        Table.rate(deleting), Table.ratio(deleting / stream), Table.ratio(best / graphile));
+                        Table.rate(deleting), Table.ratio(deleting / stream), Table.rate(processDeleting),
+                        Table.ratio(processDeleting / process), Table.ratio(best / graphile));
             }
         }
         t.note(String.format(Locale.ROOT, "Each cell: %,d keys preloaded into a fresh table (VACUUM ANALYZE), drained until"
@@ -474,6 +476,7 @@ public final class Bench {
         library.put("claim/complete loop", m.get("claim_complete_loop").get(cell));
         library.put("claimStream", m.get("claim_stream").get(cell));
         library.put("claimStream with deleteOnComplete", m.get("claim_stream_delete").get(cell));
+        library.put("process() with deleteOnComplete", m.get("process_delete").get(cell));
         return library.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow();
     }
 

@@ -39,7 +39,8 @@ final class Drain {
         STREAM("claimStream + bufferTimeout → complete", "claim_stream"),
         PGBENCH_ONE("pgbench: completeAndClaim (1 statement)", "pgbench_complete_and_claim"),
         PROCESS("process() worker", "process"),
-        STREAM_DELETE("claimStream + bufferTimeout → complete, deleteOnComplete", "claim_stream_delete");
+        STREAM_DELETE("claimStream + bufferTimeout → complete, deleteOnComplete", "claim_stream_delete"),
+        PROCESS_DELETE("process() worker, deleteOnComplete", "process_delete");
 
         final String label;
         final String id;
@@ -55,12 +56,12 @@ final class Drain {
 
         /** Completing deletes the row: nothing is left with a completed_at to measure by. */
         boolean deletes() {
-            return this == STREAM_DELETE;
+            return this == STREAM_DELETE || this == PROCESS_DELETE;
         }
 
         /** The pgbench script that runs the statements this mode issues. */
         Mode baseline() {
-            return this == PROCESS || this == PGBENCH_ONE ? PGBENCH_ONE : PGBENCH_TWO;
+            return this == PROCESS || this == PROCESS_DELETE || this == PGBENCH_ONE ? PGBENCH_ONE : PGBENCH_TWO;
         }
     }
 
@@ -126,7 +127,7 @@ final class Drain {
      */
     void warmUp(int seconds) {
         System.out.println("  warming up the JVM (unrecorded runs)...");
-        for (Mode mode : List.of(Mode.LOOP, Mode.STREAM, Mode.PROCESS, Mode.STREAM_DELETE)) {
+        for (Mode mode : List.of(Mode.LOOP, Mode.STREAM, Mode.PROCESS, Mode.STREAM_DELETE, Mode.PROCESS_DELETE)) {
             for (int batch : List.of(1, 100)) {
                 run(mode, 4, batch, 0, Math.min(n, 20_000), seconds);
             }
@@ -220,7 +221,7 @@ final class Drain {
                         .bufferTimeout(batch, Duration.ofMillis(5), true)
                         .concatMap(items -> queue.complete(keys(items)), 1)
                         .subscribe(count::accept, e -> System.err.println("stream worker failed: " + e));
-                case PROCESS -> queue.process(item -> Mono.empty(), WorkerOptions.builder()
+                case PROCESS, PROCESS_DELETE -> queue.process(item -> Mono.empty(), WorkerOptions.builder()
                                 .concurrency(batch).claimBatch(batch).lease(LEASE).poll(POLL).build())
                         .subscribe(item -> count.accept(1), e -> System.err.println("process worker failed: " + e));
                 default -> throw new IllegalArgumentException(mode.toString());
