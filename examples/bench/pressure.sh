@@ -15,6 +15,7 @@
 # ($PRESSURE_VERSION/pressure on port $PRESSURE_PORT, default 5441, trust auth) and started if
 # needed; it is left running. Results (README.md, pressure.csv, pressure.png) go to --out, by
 # default docs/benchmarks/pressure. Needs Java 17, Maven and Debian's postgresql-common tools.
+# PRESSURE_JAVA_OPTS adds JVM options (a profiler, say).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$repo"
@@ -37,5 +38,5 @@ fi
 
 # shellcheck source=classpath.sh
 source examples/bench/classpath.sh
-exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" \
+exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" ${PRESSURE_JAVA_OPTS:-} \
     -cp "$classpath" io.workqueue.examples.bench.Pressure "$@"

@@ -219,11 +219,12 @@ public interface ReactiveWorkQueue<K> {
      * when a row's updater commits as the claim meets it) leased nothing and is retried like a
      * write.
      *
-     * <p><b>Claims merge.</b> One leasing statement (this, or {@link #completeAndClaim}) is in
-     * flight per queue instance at a time; claims for the same lease that arrive meanwhile ride the
-     * next statement together, their limits added up (within {@code maxClaimBatch}), and each gets
-     * its own items, in claim order, as many as it asked for. So however many loops of a process
-     * claim, they never race each other over the same rows, and they share one statement's cost.
+     * <p><b>Claims merge.</b> At most two leasing statements (this, or {@link #completeAndClaim})
+     * are in flight per queue instance; claims for the same lease that arrive while both run ride
+     * the next statement together, their limits added up (within
+     * {@link WorkQueueConfig#maxWriteBatch()}), and each gets its own items, in claim order, as many
+     * as it asked for. So however many loops of a process claim, they never race each other over
+     * the same rows, and they share one statement's cost.
      *
      * <p>Cold: subscribing submits the claim to the leasing group commit; the {@code Mono} emits
      * the leased items (an empty list when nothing is due, never an error) on a driver thread.

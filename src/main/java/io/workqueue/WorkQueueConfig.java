@@ -200,7 +200,10 @@ public final class WorkQueueConfig {
     }
 
     /**
-     * The most items one claim statement leases; a larger or non-positive claim limit means this.
+     * The most items one claim leases (a call of {@code claim}, one claim of a {@code claimStream},
+     * one round of a {@code process} worker); a larger or non-positive claim limit means this.
+     * Concurrent claims of one instance may share a statement, which then leases up to the sum of
+     * their limits, within {@link #maxWriteBatch()}.
      *
      * @return at least 1; 500 by default
      */
@@ -295,7 +298,8 @@ public final class WorkQueueConfig {
 
     /**
      * The most keys one group-committed write carries, counted as the callers named them (entries
-     * of an enqueue, keys of a complete) before duplicates merge. What piles up while a write is in
+     * of an enqueue, keys of a complete) before duplicates merge; for merged claims, the items they
+     * ask for (or the keys they complete, if more). What piles up while a write is in
      * flight (during a stall, say) goes in writes of at most this many keys, taken in arrival
      * order, so a backlog drains at the database's pace in writes that each fit in
      * {@link #writeTimeout()}. One call naming more keys than this is never split: it goes alone
@@ -469,9 +473,9 @@ public final class WorkQueueConfig {
         }
 
         /**
-         * Sets the most items one claim statement leases; default 500, at least 1.
+         * Sets the most items one claim leases; default 500, at least 1.
          *
-         * @param maxClaimBatch the most items per claim statement
+         * @param maxClaimBatch the most items per claim
          * @return this builder
          */
         public Builder maxClaimBatch(int maxClaimBatch) {

@@ -38,9 +38,10 @@ import reactor.core.scheduler.Scheduler;
  * queue itself is unbounded: every waiting submission is some caller's call in progress, and the
  * bound that matters is the size of one write, which must fit in its timeout.
  *
- * <p>A {@link Policy} can narrow both: a write carries only submissions {@linkplain Policy#mergeable
- * mergeable} with the first it takes (the others keep their place for a later write), and a write
- * may be {@linkplain Policy#abandonable abandoned} once every caller it carries has cancelled.
+ * <p>A {@link Policy} can change that: a write carries only submissions {@linkplain Policy#mergeable
+ * mergeable} with the first it takes (the others keep their place for a later write), a write
+ * may be {@linkplain Policy#abandonable abandoned} once every caller it carries has cancelled, and
+ * {@linkplain Policy#maxInFlight more than one write} may be in flight at once.
  *
  * <p>Each submission's {@code Mono} emits its own result from the write that carried it (or
  * completes empty for a write without results), fails when that write fails, and is the caller's
@@ -91,14 +92,24 @@ public final class GroupCommit<T, R> {
      *                    write whose effect outlives its callers only if someone takes the result,
      *                    such as a claim's leases. Otherwise a write runs whoever is still waiting.
      * @param unclaimed   takes each result whose caller cancelled before it arrived; must not throw
+     * @param maxInFlight how many writes may be in flight at once; 1 for one write at a time. More
+     *                    keeps one slow write (waiting on a lock, a slow commit) from holding up
+     *                    every other caller, at the price of writes that may contend
      * @param <T>         what one caller submits
      * @param <R>         what one caller gets back
      */
     public record Policy<T, R>(BiPredicate<? super T, ? super T> mergeable, boolean abandonable,
-            Consumer<? super R> unclaimed) {
-        /** Any submission rides with any other; a write runs whoever cancels. */
+            Consumer<? super R> unclaimed, int maxInFlight) {
+        /** Validates {@code maxInFlight}. */
+        public Policy {
+            if (maxInFlight < 1) {
+                throw new IllegalArgumentException("maxInFlight must be at least 1 but was " + maxInFlight);
+            }
+        }
+
+        /** Any submission rides with any other; a write runs whoever cancels; one write at a time. */
         public static <T, R> Policy<T, R> shared() {
-            return new Policy<>((first, other) -> true, false, result -> {});
+            return new Policy<>((first, other) -> true, false, result -> {}, 1);
         }
     }
 
@@ -242,7 +253,7 @@ public final class GroupCommit<T, R> {
      */
     private final class Drain extends BaseSubscriber<Submission> {
         private final ArrayDeque<Submission> pending = new ArrayDeque<>(); // guarded by this
-        private boolean writing; // guarded by this
+        private int writing; // writes in flight; guarded by this
         private final AtomicInteger wip = new AtomicInteger();
 
         @Override
@@ -301,13 +312,24 @@ public final class GroupCommit<T, R> {
          * Takes the next batch from the front of the queue: submissions in order while their weight
          * fits, the first payload always (a heavy one alone), and the flush markers among them.
          * Submissions the policy does not merge with the first are passed over and keep their
-         * place; a flush marker behind one of them stays too, since it must not overtake it.
+         * place; a flush marker behind one of them stays too, since it must not overtake it. With
+         * several writes allowed in flight, a flush marker also waits until none is: it rides a
+         * write that starts after every earlier one has finished.
          */
         private synchronized @Nullable List<Submission> takeBatchIfIdle() {
-            if (writing || pending.isEmpty()) {
+            if (writing >= policy.maxInFlight() || pending.isEmpty()) {
                 return null;
             }
-            writing = true;
+            int othersInFlight = writing;
+            List<Submission> batch = takeBatch(othersInFlight);
+            if (batch.isEmpty()) {
+                return null; // a flush marker at the front waits for the writes in flight
+            }
+            writing++;
+            return batch;
+        }
+
+        private List<Submission> takeBatch(int othersInFlight) {
             List<Submission> batch = new ArrayList<>();
             long taken = 0;
             @Nullable T first = null;
@@ -320,7 +342,7 @@ public final class GroupCommit<T, R> {
                     continue;
                 }
                 if (payload == null) {
-                    if (passedOver) {
+                    if (passedOver || othersInFlight > 0) {
                         break;
                     }
                 } else if (first == null) {
@@ -432,7 +454,7 @@ public final class GroupCommit<T, R> {
                     signal(results, error);
                 } finally {
                     synchronized (Drain.this) {
-                        writing = false;
+                        writing--;
                     }
                     drainLoop();
                 }

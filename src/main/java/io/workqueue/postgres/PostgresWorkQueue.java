@@ -67,6 +67,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private static final Duration HORIZON_WARNING_INTERVAL = Duration.ofMinutes(1);
     /** A statement's send time until it is sent: a value {@code System.nanoTime()} does not return in practice. */
     private static final long NOT_SENT = Long.MIN_VALUE;
+    /** How many merged leasing statements one instance runs at once. */
+    private static final int LEASING_STATEMENTS_IN_FLIGHT = 2;
     /** Bound on sending a cancel request, so that abandoning a connection cannot itself hang. */
     private static final Duration CANCEL_TIMEOUT = Duration.ofSeconds(5);
 
@@ -99,16 +101,18 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         this.completions = new GroupCommit<>(config.name(), "complete", this::completeMerged,
                 keys -> keys.length, config.maxWriteBatch(), config.writeTimeout(), timer,
                 GroupCommit.WriteListener.NONE);
-        // Claims merge the same way: one leasing statement in flight per instance, however many
-        // loops claim, so they never race each other over the same index entries, and each
-        // statement's fixed cost is shared (docs/benchmarks). Only claims asking for the same
-        // lease ride together. A statement every caller left is cancelled on the server; the
-        // share of a caller that left a statement others still wait for is handed back at once.
+        // Claims merge the same way: a leasing statement carries every claim that arrived while
+        // others ran, so a process's loops never race each other over the same index entries and
+        // each statement's fixed cost is shared (docs/benchmarks). Two may be in flight, so that one
+        // slow statement (a completion waiting for a row lock, a slow commit) does not hold up
+        // every loop of the instance; in steady state the loops' claims meet in one. Only claims
+        // asking for the same lease ride together. A statement every caller left is cancelled on
+        // the server; the share of a caller that left a statement others still wait for is undone.
         this.leases = new GroupCommit<>(config.name(), "claim", this::leaseMerged,
-                request -> Math.max(request.limit(), request.complete().length), config.maxClaimBatch(),
+                request -> Math.max(request.limit(), request.complete().length), config.maxWriteBatch(),
                 config.writeTimeout(), timer, GroupCommit.WriteListener.NONE,
                 new GroupCommit.Policy<>((first, other) -> first.leaseMicros() == other.leaseMicros(), true,
-                        this::handBack));
+                        this::handBack, LEASING_STATEMENTS_IN_FLIGHT));
         this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
     }
 
@@ -287,7 +291,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     /**
      * The leasing group commit's write: one statement for every caller's claim (limits added up,
-     * which the group commit's weight keeps within {@code maxClaimBatch}) and, if any caller
+     * which the group commit's weight keeps within {@code maxWriteBatch}) and, if any caller
      * completes keys, their completion first, in the same transaction. The leased items are dealt
      * out in claim order, each caller taking as many as it asked for.
      */

@@ -685,9 +685,14 @@ class GroupCommitTest {
         }
 
         GroupCommit<String, Integer> commit(Scheduler timer) {
+            return commit(timer, 1);
+        }
+
+        GroupCommit<String, Integer> commit(Scheduler timer, int maxInFlight) {
             return new GroupCommit<>("q", "claim", this, payload -> 1, Integer.MAX_VALUE, TIMEOUT, timer,
                     GroupCommit.WriteListener.NONE,
-                    new GroupCommit.Policy<>((first, other) -> lease(first).equals(lease(other)), true, unclaimed::add));
+                    new GroupCommit.Policy<>((first, other) -> lease(first).equals(lease(other)), true, unclaimed::add,
+                            maxInFlight));
         }
 
         private static String lease(String payload) {
@@ -798,5 +803,35 @@ class GroupCommitTest {
         writes.completeNext();
         assertEquals(List.of(List.of("blocker"), List.of("leaving")), writes.batches);
         assertEquals(0, writes.cancelled.get());
+    }
+
+    @Test
+    void withTwoWritesAllowedASecondStartsWhileTheFirstRunsAndAFlushWaitsForEveryEarlierWrite() {
+        HeldClaims claims = new HeldClaims();
+        GroupCommit<String, Integer> commit = claims.commit(vts, 2);
+        Mono.defer(() -> commit.submit("1m:a")).subscribe();
+        Mono.defer(() -> commit.submit("1m:b")).subscribe();
+        Mono.defer(() -> commit.submit("1m:c")).subscribe();
+        assertEquals(List.of(List.of("1m:a"), List.of("1m:b")), claims.batches, "two slots, each taken at once");
+        AtomicBoolean flushed = new AtomicBoolean();
+        commit.flush().subscribe(null, null, () -> flushed.set(true));
+        Mono.defer(() -> commit.submit("1m:d")).subscribe();
+
+        claims.answerNext(List.of(1));
+        assertEquals(List.of("1m:c"), claims.batches.get(2), "c takes the free slot; the flush stays behind it");
+        claims.answerNext(List.of(2));
+        assertEquals(3, claims.batches.size(), "the flush, and d behind it, wait while c is in flight");
+        assertFalse(flushed.get());
+        claims.answerNext(List.of(3));
+        assertEquals(List.of("1m:d"), claims.batches.get(3), "once nothing is in flight the flush rides with d");
+        assertFalse(flushed.get());
+        claims.answerNext(List.of(4));
+        assertTrue(flushed.get());
+    }
+
+    @Test
+    void aPolicyMustAllowAtLeastOneWriteInFlight() {
+        assertThrows(IllegalArgumentException.class,
+                () -> new GroupCommit.Policy<String, Integer>((a, b) -> true, false, r -> {}, 0));
     }
 }
