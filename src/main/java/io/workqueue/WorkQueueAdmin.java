@@ -116,15 +116,17 @@ public interface WorkQueueAdmin {
      *
      * <p><b>The last error is kept</b>: the item still shows why it stalled until its next run
      * replaces the error (a failure) or clears it (a completion). Emits the stored keys it changed,
-     * in key order. Keys must be 1 to {@link #MAX_KEYS_PER_ACTION}, else
-     * {@code IllegalArgumentException}; unknown keys are ignored.
+     * in key order. At most {@link #MAX_KEYS_PER_ACTION} keys, else
+     * {@code IllegalArgumentException}; unknown keys are ignored, and none emits an empty list at
+     * once.
      */
     Mono<List<String>> retry(String queue, Collection<String> storedKeys);
 
     /**
      * Deletes items whatever their state, as {@link ReactiveWorkQueue#remove(Collection)} does: a
      * worker holding one finds nothing to complete. Emits the stored keys it deleted, in key order.
-     * Keys must be 1 to {@link #MAX_KEYS_PER_ACTION}, else {@code IllegalArgumentException}.
+     * At most {@link #MAX_KEYS_PER_ACTION} keys, else {@code IllegalArgumentException}; none emits an
+     * empty list at once.
      */
     Mono<List<String>> remove(String queue, Collection<String> storedKeys);
 

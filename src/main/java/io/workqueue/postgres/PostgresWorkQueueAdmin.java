@@ -310,6 +310,9 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
         return Mono.defer(() -> {
             Objects.requireNonNull(queue, "queue");
             String[] keys = distinctKeys(storedKeys);
+            if (keys.length == 0) {
+                return Mono.just(List.<String>of());
+            }
             return writeReturningKeys(connection -> connection.createStatement(sql.retryKeys)
                     .bind(0, queue)
                     .bind(1, maxAttempts(queue))
@@ -322,6 +325,9 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
         return Mono.defer(() -> {
             Objects.requireNonNull(queue, "queue");
             String[] keys = distinctKeys(storedKeys);
+            if (keys.length == 0) {
+                return Mono.just(List.<String>of());
+            }
             return writeReturningKeys(connection -> connection.createStatement(sql.removeKeys)
                     .bind(0, queue)
                     .bind(1, keys));
@@ -367,9 +373,9 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
             }
             keys.add(key);
         }
-        if (keys.isEmpty() || keys.size() > MAX_KEYS_PER_ACTION) {
-            throw new IllegalArgumentException("an action names 1 to " + MAX_KEYS_PER_ACTION + " keys but this one names "
-                    + keys.size());
+        if (keys.size() > MAX_KEYS_PER_ACTION) {
+            throw new IllegalArgumentException("an action names at most " + MAX_KEYS_PER_ACTION
+                    + " keys but this one names " + keys.size());
         }
         return keys.toArray(String[]::new);
     }

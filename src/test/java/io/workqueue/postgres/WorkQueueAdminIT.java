@@ -460,7 +460,8 @@ class WorkQueueAdminIT {
         Mono<ItemPage> zero = admin.items("q", ItemState.READY, null, 0);
         Mono<ItemPage> tooMany = admin.items("q", ItemState.READY, null, WorkQueueAdmin.MAX_PAGE_SIZE + 1);
         Mono<ItemPage> forged = admin.items("q", ItemState.READY, "not a cursor!", 10);
-        Mono<List<String>> none = admin.retry("q", List.of());
+        Mono<List<String>> tooManyKeys = admin.retry("q",
+                IntStream.range(0, WorkQueueAdmin.MAX_KEYS_PER_ACTION + 1).mapToObj(i -> "k" + i).toList());
         Mono<List<String>> nul = admin.remove("q", List.of("a\0b"));
         Mono<Long> purge = admin.purgeCompleted("q", 0);
         admin.queues();
@@ -469,11 +470,13 @@ class WorkQueueAdminIT {
         assertEquals(0, counting.creates(), "nothing touches the database before subscription");
 
         String pendingCursor = pendingCursor();
-        for (Mono<?> bad : List.<Mono<?>>of(zero, tooMany, forged, none, nul, purge,
+        for (Mono<?> bad : List.<Mono<?>>of(zero, tooMany, forged, tooManyKeys, nul, purge,
                 admin.items("q", ItemState.COMPLETED, pendingCursor, 10))) {
             StepVerifier.create(bad).expectError(IllegalArgumentException.class).verify(WAIT);
         }
-        assertEquals(0, counting.creates(), "a bad argument opens no connection");
+        assertEquals(List.of(), admin.retry("q", List.of()).block(WAIT));
+        assertEquals(List.of(), admin.remove("q", List.of()).block(WAIT));
+        assertEquals(0, counting.creates(), "a bad argument, or no key, opens no connection");
         assertEquals(List.of(), admin.items("q", ItemState.READY, null, 10).block(WAIT).items());
         assertEquals(1, counting.creates());
     }
