@@ -7,6 +7,7 @@
 
 (function () {
   const STATES = ['ready', 'delayed', 'leased', 'stalled', 'completed'];
+  const PAGE_SIZE = 50;
   const meta = (name) => document.querySelector('meta[name="' + name + '"]').content;
   const TOKEN_HEADER = meta('workqueue-token-header');
   const TOKEN = meta('workqueue-token');
@@ -16,6 +17,7 @@
   const view = document.getElementById('view');
   const crumbs = document.getElementById('crumbs');
   const message = document.getElementById('message');
+  let refresh = null;
 
   // ------------------------------------------------------------------ building the page as text
 
@@ -71,6 +73,8 @@
     }
     return sign + parts.join(' ');
   }
+
+  const count = (n) => Number(n).toLocaleString('en-US');
 
   function tableName(prefix) {
     return prefix === '' ? '(default)' : prefix;
@@ -133,13 +137,13 @@
     const rows = data.queues.map((q) => el('tr', { className: 'queue', dataset: { queue: q.queue, table: q.table } },
       el('td', { className: 'key' }, link(q.queue, 'queue', { table: q.table, queue: q.queue, state: q.stalled > 0 ? 'stalled' : 'ready' })),
       el('td', {}, tableName(q.table)),
-      el('td', { className: 'num' }, q.depth),
-      el('td', { className: 'num' }, link(String(q.ready), 'queue', { table: q.table, queue: q.queue, state: 'ready' })),
-      el('td', { className: 'num' }, link(String(q.leased), 'queue', { table: q.table, queue: q.queue, state: 'leased' })),
+      el('td', { className: 'num' }, count(q.depth)),
+      el('td', { className: 'num' }, link(count(q.ready), 'queue', { table: q.table, queue: q.queue, state: 'ready' })),
+      el('td', { className: 'num' }, link(count(q.leased), 'queue', { table: q.table, queue: q.queue, state: 'leased' })),
       el('td', { className: 'num' + (q.stalled > 0 ? ' stalled' : '') },
-        link(String(q.stalled), 'queue', { table: q.table, queue: q.queue, state: 'stalled' })),
-      el('td', { className: 'num' }, link(String(q.completed), 'queue', { table: q.table, queue: q.queue, state: 'completed' })),
-      el('td', { className: 'num' }, duration(q.oldestReadyAgeMillis)),
+        link(count(q.stalled), 'queue', { table: q.table, queue: q.queue, state: 'stalled' })),
+      el('td', { className: 'num' }, link(count(q.completed), 'queue', { table: q.table, queue: q.queue, state: 'completed' })),
+      el('td', { className: 'num' }, q.ready > 0 ? duration(q.oldestReadyAgeMillis) : '—'),
       el('td', { className: 'num muted' }, q.registered ? String(q.maxAttempts || '∞') : '∞ (not configured here)')));
     const age = data.queues.length ? Math.max(...data.queues.map((q) => q.statsAgeMillis)) : 0;
     show(
@@ -151,8 +155,15 @@
           el('th', { className: 'num' }, 'stalled'), el('th', { className: 'num' }, 'completed'),
           el('th', { className: 'num' }, 'oldest ready'), el('th', { className: 'num' }, 'max attempts'))),
         el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colSpan: 9, className: 'muted' }, 'No queues.')))),
-      el('p', { className: 'muted' }, 'Stats as of ' + duration(age) + ' ago (each is the queue\'s own stats() read, ' +
-        'refreshed in the background at most every few seconds). Depth counts every pending item.'));
+      el('p', { className: 'muted', id: 'stats-age' }, 'Stats as of ' + duration(age) + ' ago (each is the queue\'s own ' +
+        'stats() read, refreshed in the background at most every few seconds; this list follows). ' +
+        'Depth counts every pending item.'));
+    // While this list is shown, follow the numbers.
+    refresh = setTimeout(() => {
+      if (document.body.dataset.loaded === 'queues' && !document.hidden) {
+        route();
+      }
+    }, 5000);
   }
 
   function stateTabs(params) {
@@ -175,7 +186,19 @@
   async function itemsView(params) {
     const state = STATES.includes(params.state) ? params.state : 'ready';
     queueCrumbs({ ...params, state });
-    const page = await get('items', { table: params.table || '', queue: params.queue, state, after: params.after || '', limit: 50 });
+    // A page of a sparse state (a few stalled items in a long queue) may come back short: each
+    // request reads a bounded stretch of the queue. Read on, request after request, until the page
+    // is full, the queue ends, or a second and a half has passed; each request stays cheap.
+    const started = Date.now();
+    const page = { items: [], next: params.after || '' };
+    let requests = 0;
+    do {
+      const part = await get('items', { table: params.table || '', queue: params.queue, state, after: page.next || '',
+        limit: PAGE_SIZE - page.items.length });
+      page.items.push(...part.items);
+      page.next = part.next;
+      requests++;
+    } while (page.next && page.items.length < PAGE_SIZE && Date.now() - started < 1500);
     const completed = state === 'completed';
     const header = el('tr', {}, el('th', {}, 'key'), el('th', { className: 'num' }, 'priority'),
       el('th', { className: 'num' }, 'attempts'), el('th', { className: 'num' }, 'age'),
@@ -215,8 +238,9 @@
         el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colSpan: 7, className: 'muted' },
           page.next ? 'None in this stretch of the queue; the next page reads on.' : 'No ' + state + ' items.')))),
       el('div', { className: 'bar' }, first, next, purge,
-        page.next && page.items.length < 50 ? el('span', { className: 'muted' },
-          'Each page reads a bounded stretch of the queue, so it may hold fewer items than fit.') : null));
+        page.next && page.items.length < PAGE_SIZE ? el('span', { className: 'muted' },
+          'Read ' + requests + ' stretches of the queue in ' + duration(Date.now() - started) +
+          ' and stopped; the next page reads on from there.') : null));
   }
 
   function itemActions(params, item, after) {
@@ -279,6 +303,7 @@
   }
 
   async function route() {
+    clearTimeout(refresh);
     const hash = location.hash.replace(/^#\/?/, '');
     const [name, query] = [hash.split('?')[0], hash.includes('?') ? hash.slice(hash.indexOf('?') + 1) : ''];
     const params = Object.fromEntries(new URLSearchParams(query));
