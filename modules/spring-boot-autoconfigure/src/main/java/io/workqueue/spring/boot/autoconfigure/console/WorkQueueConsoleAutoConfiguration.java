@@ -6,7 +6,10 @@ import io.workqueue.postgres.PostgresWorkQueue;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueAutoConfiguration;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueConnectionFactories;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueProperties;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -48,10 +51,13 @@ public class WorkQueueConsoleAutoConfiguration {
         Map<String, WorkQueueAdmin.Builder> builders = new TreeMap<>();
         builders.put(properties.getTablePrefix(),
                 WorkQueueAdmin.builder(connections.statements()).tablePrefix(properties.getTablePrefix()));
+        Set<List<String>> registered = new HashSet<>();
         queues.values().forEach(queue -> {
             // Only the library's own queues say which table they use; a decorator of the
-            // application's own is shown through what the table holds.
-            if (queue instanceof PostgresWorkQueue<?> postgres) {
+            // application's own is shown through what the table holds. Two beans of one logical
+            // queue (a producer's and a worker's, say) are one queue to the console: the first counts.
+            if (queue instanceof PostgresWorkQueue<?> postgres
+                    && registered.add(List.of(postgres.config().tablePrefix(), postgres.config().name()))) {
                 String prefix = postgres.config().tablePrefix();
                 builders.computeIfAbsent(prefix, p -> WorkQueueAdmin.builder(connections.statements()).tablePrefix(p))
                         .queue(queue);

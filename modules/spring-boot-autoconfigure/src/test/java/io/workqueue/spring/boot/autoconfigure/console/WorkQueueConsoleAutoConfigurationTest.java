@@ -55,6 +55,18 @@ class WorkQueueConsoleAutoConfigurationTest {
     }
 
     @Test
+    void twoBeansOfOneLogicalQueueAreOneQueueToTheConsole() {
+        reactive.withPropertyValues("workqueue.console.enabled=true", "workqueue.queues.producer.name=shared",
+                        "workqueue.queues.producer.key-type=java.lang.String", "workqueue.queues.worker.name=shared",
+                        "workqueue.queues.worker.key-type=java.lang.String", "workqueue.queues.worker.worker.enabled=false",
+                        "workqueue.queues.elsewhere.table-prefix=other", "workqueue.queues.elsewhere.worker.enabled=false")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    assertThat(context).hasBean("workQueueConsoleRoutes");
+                });
+    }
+
+    @Test
     void itIsServedUnderTheConfiguredPath() {
         reactive.withPropertyValues("workqueue.console.enabled=true", "workqueue.console.path=/ops/queues").run(context -> {
             WebTestClient client = WebTestClient.bindToRouterFunction(routes(context.getBean("workQueueConsoleRoutes"))).build();
