@@ -151,6 +151,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return config;
     }
 
+    /** The codec of this queue's keys, for the admin's listings. */
+    KeyCodec<K> codec() {
+        return codec;
+    }
+
     // ---------------------------------------------------------------- enqueue
 
     @Override

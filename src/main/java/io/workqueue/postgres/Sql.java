@@ -84,6 +84,26 @@ final class Sql {
     static final String STALLED = """
             completed_at IS NULL AND $2::int > 0 AND attempts >= $2::int""";
 
+    /**
+     * Pending with a live lease: what {@code stats().leased} counts. An item on its last attempt is
+     * both leased and {@link #STALLED}, as the stats count it.
+     */
+    static final String LEASED = "completed_at IS NULL AND lease_until > now()";
+
+    /**
+     * Pending, not leased, within its attempts, and not yet available: exactly the items that
+     * become {@link #DUE} by the passing of time alone. With {@link #DUE}, {@link #LEASED} and
+     * {@link #STALLED} it covers every pending item.
+     */
+    static final String DELAYED = """
+            completed_at IS NULL
+                AND lease_until <= now()
+                AND available_at > now()
+                AND ($2::int = 0 OR attempts < $2::int)""";
+
+    /** Completed and not yet reaped: what {@code stats().completed} counts. */
+    static final String COMPLETED = "completed_at IS NOT NULL";
+
     final String table;
     /**
      * $1 queue, $2 keys text[], $3 priorities int[], $4 delays in microseconds bigint[], and, when
@@ -305,9 +325,9 @@ final class Sql {
                 SELECT
                     count(*) FILTER (WHERE completed_at IS NULL) AS pending,
                     count(*) FILTER (WHERE %2$s) AS ready,
-                    count(*) FILTER (WHERE completed_at IS NULL AND lease_until > now()) AS leased,
+                    count(*) FILTER (WHERE %4$s) AS leased,
                     count(*) FILTER (WHERE %3$s) AS stalled,
-                    count(*) FILTER (WHERE completed_at IS NOT NULL) AS completed,
+                    count(*) FILTER (WHERE %5$s) AS completed,
                     -- How long the longest-waiting ready item has been claimable, on the database
                     -- clock, in microseconds (0 when nothing is ready). An item became claimable
                     -- when it was available and any lease on it had lapsed, whichever was later.
@@ -317,7 +337,7 @@ final class Sql {
                         0) AS oldest_ready_us
                 FROM %1$s
                 WHERE queue_name = $1::text
-                """.formatted(table, DUE, STALLED));
+                """.formatted(table, DUE, STALLED, LEASED, COMPLETED));
     }
 
     /**
@@ -456,5 +476,214 @@ final class Sql {
                 )
                 """.formatted(table, keysParameter,
                         pendingOnly ? " AND completed_at IS NOT DISTINCT FROM NULL::timestamptz" : "");
+    }
+
+    /**
+     * The statements of {@link PostgresWorkQueueAdmin}, rendered once per table: they read every
+     * logical queue of it, so the queue name is always {@code $1} and the attempt limit of that
+     * queue always {@code $2}, as in the claim, and each state is the predicate above that the
+     * queue itself uses ({@link #DUE} for ready, {@link #DELAYED}, {@link #LEASED}, {@link #STALLED},
+     * {@link #COMPLETED}), never a second spelling of it.
+     */
+    static final class Inspection {
+        /**
+         * The raw columns a listing reads from the table, named as the predicates name them, so the
+         * predicates apply unchanged to the derived table {@code b} they are read into.
+         */
+        private static final String RAW_COLUMNS =
+                "item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at";
+
+        /** What a listing or a detail returns of each item; ages in microseconds on the database clock. */
+        private static final String ITEM_COLUMNS = """
+                b.item_key, b.priority, b.attempts, b.last_error,
+                (EXTRACT(EPOCH FROM now() - b.enqueued_at) * 1000000)::bigint AS age_us,
+                (EXTRACT(EPOCH FROM b.available_at - now()) * 1000000)::bigint AS available_in_us,
+                CASE WHEN b.lease_until > now() THEN (EXTRACT(EPOCH FROM b.lease_until - now()) * 1000000)::bigint END AS lease_left_us,
+                CASE WHEN b.completed_at IS NOT NULL THEN (EXTRACT(EPOCH FROM now() - b.completed_at) * 1000000)::bigint END AS completed_ago_us,
+                b.requested_at IS NOT NULL AS requeue_requested,
+                -- A real lease (after the epoch) that ran out: the next claim is a reclaim.
+                (b.lease_until > 'epoch' AND b.lease_until <= now()) AS lease_lapsed,
+                (%1$s) AS is_ready, (%2$s) AS is_delayed, (%3$s) AS is_leased, (%4$s) AS is_stalled, (%5$s) AS is_completed,
+                -- The item's place in its listing order, for the next page's cursor.
+                (EXTRACT(EPOCH FROM b.available_at) * 1000000)::bigint AS available_us,
+                (EXTRACT(EPOCH FROM b.completed_at) * 1000000)::bigint AS completed_us
+                """.formatted(DUE, DELAYED, LEASED, STALLED, COMPLETED);
+
+        final String table;
+        /** The stats read of {@link #stats}, for a queue the admin has no queue instance of: $1 queue, $2 attempt limit. */
+        final String stats;
+        /**
+         * No parameters: the distinct queue names of the table, in order. A loose index scan of the
+         * primary key: one probe per name, however many rows each queue has.
+         */
+        final String queueNames;
+        /** $1 queue, $2 attempt limit, $3 stored key: that item's row, or none. */
+        final String item;
+        /** A page of the pending items of each state but completed, in claim order; see {@link #pendingPage}. */
+        final String readyPage;
+        /** See {@link #readyPage}. */
+        final String delayedPage;
+        /** See {@link #readyPage}. */
+        final String leasedPage;
+        /** See {@link #readyPage}. */
+        final String stalledPage;
+        /** A page of completed items, newest first; see {@link #completedPage}. */
+        final String completedPage;
+        /**
+         * $1 queue, $2 attempt limit, $3 stored keys text[]: makes the stalled and delayed ones among
+         * them due now with fresh attempts; returns the keys it changed.
+         */
+        final String retryKeys;
+        /** $1 queue, $2 stored keys text[]: deletes them, whatever their state; returns the keys deleted. */
+        final String removeKeys;
+        /** $1 queue, $2 most items: deletes the oldest completed items. */
+        final String purgeCompleted;
+
+        Inspection(String tablePrefix) {
+            Sql sql = new Sql(tablePrefix, false, false);
+            this.table = sql.table;
+            this.stats = sql.stats;
+            this.queueNames = compact("""
+                    WITH RECURSIVE names AS (
+                        (SELECT queue_name FROM %1$s ORDER BY queue_name LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT t.queue_name FROM %1$s AS t WHERE t.queue_name > names.queue_name
+                                ORDER BY t.queue_name LIMIT 1)
+                        FROM names
+                        WHERE names.queue_name IS NOT NULL
+                    )
+                    SELECT queue_name FROM names WHERE queue_name IS NOT NULL
+                    """.formatted(table));
+            this.item = compact("""
+                    SELECT %2$s
+                    FROM (SELECT %3$s FROM %1$s WHERE queue_name = $1::text AND item_key = $3::text) AS b
+                    """.formatted(table, ITEM_COLUMNS, RAW_COLUMNS));
+            this.readyPage = pendingPage(DUE);
+            this.delayedPage = pendingPage(DELAYED);
+            this.leasedPage = pendingPage(LEASED);
+            this.stalledPage = pendingPage(STALLED);
+            this.completedPage = completedPage();
+            this.retryKeys = compact("WITH " + sql.lockedKeys(3, true) + """
+                    -- No FROM: the predicates name the row's own columns, unqualified. The row is
+                    -- locked already, in key order; they are checked on its latest version.
+                    UPDATE %1$s AS q
+                    SET available_at = now(), attempts = 0
+                    WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
+                        AND NOT (%2$s) AND ((%3$s) OR (%4$s))
+                    RETURNING q.item_key
+                    """.formatted(table, LEASED, STALLED, DELAYED));
+            this.removeKeys = compact("WITH " + sql.lockedKeys(2, false) + DELETE_TARGET.formatted(table)
+                    + "RETURNING q.item_key\n");
+            this.purgeCompleted = compact("""
+                    -- The oldest completions through the reap index, then locked in key order like
+                    -- every writer; a row enqueued again meanwhile is pending and stays (the
+                    -- condition is checked on its latest version, and spelled so that it matches
+                    -- no partial index: the primary key finds the rows, as in Sql.lockedKeys).
+                    WITH oldest AS MATERIALIZED (
+                        SELECT item_key
+                        FROM %1$s
+                        WHERE queue_name = $1::text AND %2$s
+                        ORDER BY completed_at
+                        LIMIT $2::int
+                    ),
+                    target AS MATERIALIZED (
+                        SELECT queue_name, item_key
+                        FROM %1$s
+                        WHERE queue_name = $1::text AND item_key = ANY(ARRAY(SELECT item_key FROM oldest))
+                        ORDER BY item_key
+                        FOR UPDATE
+                    )
+                    DELETE FROM %1$s AS q
+                    WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
+                        AND q.completed_at IS DISTINCT FROM NULL::timestamptz
+                    """.formatted(table, COMPLETED));
+        }
+
+        /**
+         * A page of the pending items matching {@code state}, in claim order, continuing from a
+         * position: $1 queue, $2 attempt limit, $3 the priority band the last page ended in (null
+         * for the first page), $4 and $5 where in that band it ended (availability in microseconds
+         * since the epoch, and key), $6 the highest priority of the bands after it (bigint, so that
+         * "none" is expressible below the lowest int; {@code Integer.MAX_VALUE} for the first page),
+         * $7 the page size, $8 the scan budget.
+         *
+         * <p>Claim order is priority descending but availability and key ascending, which no
+         * single row comparison can seek to in the claim's index. So the page is two index range
+         * scans, each in index order: the rest of the band ($3, after ($4, $5)), then the bands
+         * below. Each reads at most $8 entries (its LIMIT under the state's filter) and returns the
+         * matching ones, numbered, plus its $8-th entry whatever its state: where that part
+         * stopped, if the budget ended it. The client takes them in order, up to the page size or
+         * that stop, whichever comes first, and continues from the last row it took. A state that
+         * matches most rows (ready, usually) stops each part after about a page of entries.
+         */
+        private String pendingPage(String state) {
+            String part = """
+                    SELECT %1$d AS part, s.*
+                    FROM (
+                        SELECT row_number() OVER (ORDER BY %2$s) AS n, %3$s, (%4$s) AS wanted
+                        FROM (
+                            SELECT %5$s
+                            FROM %6$s
+                            WHERE queue_name = $1::text AND completed_at IS NULL AND %7$s
+                            ORDER BY %2$s
+                            LIMIT $8::int
+                        ) AS b
+                    ) AS s
+                    WHERE s.wanted OR s.n = $8::int
+                    LIMIT $7::int
+                    """;
+            return compact("""
+                    -- The rest of the band the last page ended in, then the bands after it.
+                    SELECT * FROM (
+                    %1$s) AS rest_of_band
+                    UNION ALL
+                    SELECT * FROM (
+                    %2$s) AS next_bands
+                    ORDER BY part, n
+                    """.formatted(
+                            part.formatted(1, "available_at, item_key", ITEM_COLUMNS, state, RAW_COLUMNS, table,
+                                    "priority = $3::int AND (available_at, item_key)"
+                                            + " > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)"),
+                            part.formatted(2, CLAIM_ORDER, ITEM_COLUMNS, state, RAW_COLUMNS, table,
+                                    "priority <= $6::bigint")));
+        }
+
+        /**
+         * A page of completed items, newest completion first, then key descending, through the
+         * reap index: $1 queue, $2 attempt limit, $3 and $4 where the last page ended (completion
+         * in microseconds since the epoch, and key; both null for the first page), $5 the page
+         * size, $6 the scan budget. As {@link #pendingPage}: the rest of the completion instant the
+         * last page ended in (items completed by one statement share it), then the older ones.
+         */
+        private String completedPage() {
+            String part = """
+                    SELECT %1$d AS part, s.*
+                    FROM (
+                        SELECT row_number() OVER (ORDER BY %2$s) AS n, %3$s, (%4$s) AS wanted
+                        FROM (
+                            SELECT %5$s
+                            FROM %6$s
+                            WHERE queue_name = $1::text AND %4$s AND %7$s
+                            ORDER BY %2$s
+                            LIMIT $6::int
+                        ) AS b
+                    ) AS s
+                    WHERE s.wanted OR s.n = $6::int
+                    LIMIT $5::int
+                    """;
+            String at = "'epoch'::timestamptz + $3::bigint * INTERVAL '1 microsecond'";
+            return compact("""
+                    SELECT * FROM (
+                    %1$s) AS rest_of_instant
+                    UNION ALL
+                    SELECT * FROM (
+                    %2$s) AS older
+                    ORDER BY part, n
+                    """.formatted(
+                            part.formatted(1, "item_key DESC", ITEM_COLUMNS, COMPLETED, RAW_COLUMNS, table,
+                                    "completed_at = " + at + " AND item_key < $4::text"),
+                            part.formatted(2, "completed_at DESC, item_key DESC", ITEM_COLUMNS, COMPLETED,
+                                    RAW_COLUMNS, table, "completed_at < COALESCE(" + at + ", 'infinity')")));
+        }
     }
 }

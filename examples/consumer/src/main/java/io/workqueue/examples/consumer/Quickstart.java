@@ -6,7 +6,11 @@ import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.workqueue.Entry;
 import io.workqueue.Item;
+import io.workqueue.ItemPage;
+import io.workqueue.ItemState;
+import io.workqueue.QueueItem;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueAdmin;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
 import io.workqueue.migrations.WorkQueueMigrations;
@@ -81,6 +85,18 @@ public final class Quickstart {
         // end::process[]
         queue.enqueueKeys(List.of("doc-1", "doc-2", "doc-3")).block();
         processed.take(3).blockLast();
+
+        // tag::admin[]
+        // Operators: a window onto every queue of the table. What is stuck, and why; then retry it.
+        WorkQueueAdmin admin = WorkQueueAdmin.builder(pool).queue(queue).build();
+        ItemPage stalled = admin.items("thumbnails", ItemState.STALLED, null, 50).block();
+        for (QueueItem item : stalled.items()) {
+            System.out.println(item.key() + " stalled after " + item.attempts() + " attempts: " + item.lastError());
+        }
+        List<String> retried = admin.retry("thumbnails",
+                stalled.items().stream().map(QueueItem::storedKey).toList()).block();
+        // end::admin[]
+        System.out.println("retried " + retried);
 
         // tag::shutdown[]
         // On shutdown: close() flushes pending enqueues and returns a Mono like everything else;

@@ -1,0 +1,331 @@
+// The reactive-workqueue console. Plain script, no build step, no dependency.
+//
+// One rule above all: every piece of data (queue names, keys, errors) reaches the page as a text
+// node or a property, never as markup. Nothing here assigns innerHTML or uses insertAdjacentHTML,
+// document.write or eval; the page's Content-Security-Policy forbids inline script besides.
+'use strict';
+
+(function () {
+  const STATES = ['ready', 'delayed', 'leased', 'stalled', 'completed'];
+  const PAGE_SIZE = 50;
+  const meta = (name) => document.querySelector('meta[name="' + name + '"]').content;
+  const TOKEN_HEADER = meta('workqueue-token-header');
+  const TOKEN = meta('workqueue-token');
+  const SECURITY_HEADER = meta('workqueue-security-header');
+  const SECURITY_TOKEN = meta('workqueue-security-token');
+  const ACTIONS = meta('workqueue-actions') === 'true';
+  const view = document.getElementById('view');
+  const crumbs = document.getElementById('crumbs');
+  const message = document.getElementById('message');
+  let refresh = null;
+
+  // ------------------------------------------------------------------ building the page as text
+
+  /** An element with attributes (set as properties) and children (strings become text nodes). */
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    Object.entries(props || {}).forEach(([name, value]) => {
+      if (name === 'dataset') {
+        Object.assign(node.dataset, value);
+      } else if (name === 'onclick') {
+        node.addEventListener('click', value);
+      } else {
+        node[name] = value;
+      }
+    });
+    children.flat().forEach((child) => {
+      if (child !== null && child !== undefined) {
+        node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+      }
+    });
+    return node;
+  }
+
+  function link(text, route, params) {
+    return el('a', { href: '#/' + route + (params ? '?' + new URLSearchParams(params).toString() : '') }, text);
+  }
+
+  function show(...nodes) {
+    view.replaceChildren(...nodes);
+  }
+
+  function say(text, isError) {
+    message.textContent = text;
+    message.className = isError ? 'error' : '';
+    message.hidden = !text;
+  }
+
+  function duration(ms) {
+    if (ms === null || ms === undefined) {
+      return '';
+    }
+    const sign = ms < 0 ? '-' : '';
+    let s = Math.abs(ms) / 1000;
+    if (s < 1) return sign + Math.round(s * 1000) + ' ms';
+    if (s < 60) return sign + s.toFixed(1) + ' s';
+    const units = [['d', 86400], ['h', 3600], ['min', 60], ['s', 1]];
+    const parts = [];
+    for (const [unit, size] of units) {
+      if (s >= size && parts.length < 2) {
+        parts.push(Math.floor(s / size) + ' ' + unit);
+        s %= size;
+      }
+    }
+    return sign + parts.join(' ');
+  }
+
+  const count = (n) => Number(n).toLocaleString('en-US');
+
+  function tableName(prefix) {
+    return prefix === '' ? '(default)' : prefix;
+  }
+
+  // ------------------------------------------------------------------ talking to the server
+
+  async function get(path, params) {
+    const response = await fetch('api/' + path + '?' + new URLSearchParams(params || {}).toString(),
+      { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      throw new Error(body.error || ('HTTP ' + response.status));
+    }
+    return body;
+  }
+
+  async function post(path, body) {
+    const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
+    headers[TOKEN_HEADER] = TOKEN;
+    if (SECURITY_HEADER) {
+      headers[SECURITY_HEADER] = SECURITY_TOKEN;
+    }
+    const response = await fetch('api/' + path, {
+      method: 'POST', headers, body: JSON.stringify(body), credentials: 'same-origin'
+    });
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      throw new Error(answer.error || ('HTTP ' + response.status));
+    }
+    return answer;
+  }
+
+  /** A button that asks once more before it acts ("Remove" → "Really remove?"). */
+  function confirmingButton(label, danger, act) {
+    const button = el('button', { type: 'button', className: danger ? 'danger' : '' }, label);
+    let armed = !danger;
+    button.addEventListener('click', async () => {
+      if (!armed) {
+        armed = true;
+        button.textContent = 'Really ' + label.toLowerCase() + '?';
+        return;
+      }
+      button.disabled = true;
+      try {
+        await act();
+      } catch (e) {
+        say(e.message, true);
+        button.disabled = false;
+      }
+    });
+    return button;
+  }
+
+  // ------------------------------------------------------------------ views
+
+  async function queuesView() {
+    crumbs.replaceChildren(document.createTextNode('All queues'));
+    const data = await get('queues');
+    const rows = data.queues.map((q) => el('tr', { className: 'queue', dataset: { queue: q.queue, table: q.table } },
+      el('td', { className: 'key' }, link(q.queue, 'queue', { table: q.table, queue: q.queue, state: q.stalled > 0 ? 'stalled' : 'ready' })),
+      el('td', {}, tableName(q.table)),
+      el('td', { className: 'num' }, count(q.depth)),
+      el('td', { className: 'num' }, link(count(q.ready), 'queue', { table: q.table, queue: q.queue, state: 'ready' })),
+      el('td', { className: 'num' }, link(count(q.leased), 'queue', { table: q.table, queue: q.queue, state: 'leased' })),
+      el('td', { className: 'num' + (q.stalled > 0 ? ' stalled' : '') },
+        link(count(q.stalled), 'queue', { table: q.table, queue: q.queue, state: 'stalled' })),
+      el('td', { className: 'num' }, link(count(q.completed), 'queue', { table: q.table, queue: q.queue, state: 'completed' })),
+      el('td', { className: 'num' }, q.ready > 0 ? duration(q.oldestReadyAgeMillis) : '—'),
+      el('td', { className: 'num muted' }, q.registered ? String(q.maxAttempts || '∞') : '∞ (not configured here)')));
+    const age = data.queues.length ? Math.max(...data.queues.map((q) => q.statsAgeMillis)) : 0;
+    show(
+      el('h1', {}, 'Queues'),
+      el('table', { id: 'queues' },
+        el('thead', {}, el('tr', {},
+          el('th', {}, 'queue'), el('th', {}, 'table prefix'), el('th', { className: 'num' }, 'depth'),
+          el('th', { className: 'num' }, 'ready'), el('th', { className: 'num' }, 'leased'),
+          el('th', { className: 'num' }, 'stalled'), el('th', { className: 'num' }, 'completed'),
+          el('th', { className: 'num' }, 'oldest ready'), el('th', { className: 'num' }, 'max attempts'))),
+        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colSpan: 9, className: 'muted' }, 'No queues.')))),
+      el('p', { className: 'muted', id: 'stats-age' }, 'Stats as of ' + duration(age) + ' ago (each is the queue\'s own ' +
+        'stats() read, refreshed in the background at most every few seconds; this list follows). ' +
+        'Depth counts every pending item.'));
+    // While this list is shown, follow the numbers.
+    refresh = setTimeout(() => {
+      if (document.body.dataset.loaded === 'queues' && !document.hidden) {
+        route();
+      }
+    }, 5000);
+  }
+
+  function stateTabs(params) {
+    return el('div', { className: 'tabs', id: 'states' }, STATES.map((state) => {
+      const tab = link(state, 'queue', { table: params.table, queue: params.queue, state });
+      tab.dataset.state = state;
+      if (state === params.state) {
+        tab.className = 'current';
+      }
+      return tab;
+    }));
+  }
+
+  function queueCrumbs(params, last) {
+    crumbs.replaceChildren(link('All queues', ''), document.createTextNode(' › '),
+      link(params.queue, 'queue', { table: params.table, queue: params.queue, state: params.state || 'ready' }),
+      document.createTextNode(last ? ' › ' : ''), last ? document.createTextNode(last) : '');
+  }
+
+  async function itemsView(params) {
+    const state = STATES.includes(params.state) ? params.state : 'ready';
+    queueCrumbs({ ...params, state });
+    // A page of a sparse state (a few stalled items in a long queue) may come back short: each
+    // request reads a bounded stretch of the queue. Read on, request after request, until the page
+    // is full, the queue ends, or a second and a half has passed; each request stays cheap.
+    const started = Date.now();
+    const page = { items: [], next: params.after || '' };
+    let requests = 0;
+    do {
+      const part = await get('items', { table: params.table || '', queue: params.queue, state, after: page.next || '',
+        limit: PAGE_SIZE - page.items.length });
+      page.items.push(...part.items);
+      page.next = part.next;
+      requests++;
+    } while (page.next && page.items.length < PAGE_SIZE && Date.now() - started < 1500);
+    const completed = state === 'completed';
+    const header = el('tr', {}, el('th', {}, 'key'), el('th', { className: 'num' }, 'priority'),
+      el('th', { className: 'num' }, 'attempts'), el('th', { className: 'num' }, 'age'),
+      el('th', { className: 'num' }, completed ? 'completed' : state === 'leased' ? 'lease left' : 'available'),
+      el('th', {}, 'last error'), ACTIONS ? el('th', {}, '') : null);
+    const rows = page.items.map((item) => el('tr', { className: 'item', dataset: { key: item.storedKey } },
+      el('td', { className: 'key' }, link(item.key, 'item', { table: params.table || '', queue: params.queue, key: item.storedKey }),
+        item.keyDecodingError ? el('div', { className: 'error' }, 'does not decode: ' + item.keyDecodingError) : null),
+      el('td', { className: 'num' }, item.priority),
+      el('td', { className: 'num' }, item.attempts),
+      el('td', { className: 'num' }, duration(item.ageMillis)),
+      el('td', { className: 'num' }, completed ? duration(item.completedAgoMillis) + ' ago'
+        : state === 'leased' ? duration(item.leaseRemainingMillis)
+          : item.availableInMillis > 0 ? 'in ' + duration(item.availableInMillis) : 'for ' + duration(-item.availableInMillis)),
+      el('td', { className: 'error' }, item.lastError || ''),
+      ACTIONS ? el('td', {}, itemActions(params, item, () => route())) : null));
+    const next = page.next
+      ? el('button', { type: 'button', id: 'next', onclick: () => go('queue', { table: params.table || '', queue: params.queue, state, after: page.next }) }, 'Next page')
+      : null;
+    const first = params.after
+      ? el('button', { type: 'button', id: 'first', onclick: () => go('queue', { table: params.table || '', queue: params.queue, state }) }, 'First page')
+      : null;
+    const purge = ACTIONS && completed ? confirmingButton('Purge completed', true, async () => {
+      let total = 0;
+      for (let i = 0; i < 1000; i++) {
+        const answer = await post('purge', { table: params.table || '', queue: params.queue });
+        total += answer.deleted;
+        say('Purged ' + total + ' completed items…');
+        if (answer.deleted < answer.batch) break;
+      }
+      say('Purged ' + total + ' completed items.');
+      route();
+    }) : null;
+    if (purge) purge.id = 'purge';
+    show(el('h1', { className: 'key' }, params.queue), stateTabs({ ...params, state }),
+      el('table', { id: 'items' }, el('thead', {}, header),
+        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colSpan: 7, className: 'muted' },
+          page.next ? 'None in this stretch of the queue; the next page reads on.' : 'No ' + state + ' items.')))),
+      el('div', { className: 'bar' }, first, next, purge,
+        page.next && page.items.length < PAGE_SIZE ? el('span', { className: 'muted' },
+          'Read ' + requests + ' stretches of the queue in ' + duration(Date.now() - started) +
+          ' and stopped; the next page reads on from there.') : null));
+  }
+
+  function itemActions(params, item, after) {
+    const actions = [];
+    const queue = { table: params.table || '', queue: params.queue };
+    const retryable = (item.states.includes('stalled') || item.states.includes('delayed')) && !item.states.includes('leased');
+    if (retryable) {
+      const retry = confirmingButton('Retry', false, async () => {
+        const answer = await post('retry', { ...queue, keys: [item.storedKey] });
+        say(answer.changed.length ? 'Retried: due now, attempts reset.' : 'Nothing to retry: the item changed meanwhile.');
+        after();
+      });
+      retry.className = 'retry';
+      actions.push(retry);
+    }
+    const remove = confirmingButton('Remove', true, async () => {
+      const answer = await post('remove', { ...queue, keys: [item.storedKey] });
+      say(answer.changed.length ? 'Removed.' : 'Nothing to remove: already gone.');
+      after();
+    });
+    remove.classList.add('remove');
+    actions.push(remove);
+    return actions;
+  }
+
+  async function itemView(params) {
+    queueCrumbs({ ...params, state: 'ready' }, 'item');
+    let item;
+    try {
+      item = await get('item', { table: params.table || '', queue: params.queue, key: params.key });
+    } catch (e) {
+      show(el('h1', {}, 'Item'), el('p', { className: 'muted' }, e.message + ' (it may have been removed or reaped)'));
+      return;
+    }
+    const rows = [
+      ['key', el('span', { className: 'key', id: 'item-key' }, item.key)],
+      ['stored key', el('span', { className: 'key', id: 'item-stored-key' }, item.storedKey)],
+      item.keyDecodingError ? ['does not decode', el('span', { className: 'error' }, item.keyDecodingError)] : null,
+      ['state', el('span', { id: 'item-states' }, item.states.map((s) => el('span', { className: 'badge ' + s }, s)))],
+      ['priority', item.priority],
+      ['attempts', item.attempts],
+      ['last error', el('span', { className: 'error', id: 'item-error' }, item.lastError || '—')],
+      ['enqueued', duration(item.ageMillis) + ' ago'],
+      ['available', item.availableInMillis > 0 ? 'in ' + duration(item.availableInMillis) : 'for ' + duration(-item.availableInMillis)],
+      item.leaseRemainingMillis !== null ? ['lease left', duration(item.leaseRemainingMillis)] : null,
+      item.completedAgoMillis !== null ? ['completed', duration(item.completedAgoMillis) + ' ago'] : null,
+      item.leaseLapsed ? ['lease', 'lapsed: its worker died or was too slow; the next claim is a reclaim'] : null,
+      item.requeueRequested ? ['enqueued during its lease', 'yes: it runs once more after the current run'] : null
+    ].filter(Boolean);
+    show(el('h1', {}, 'Item of ', el('span', { className: 'key' }, params.queue)),
+      el('dl', { className: 'detail' }, rows.flatMap(([name, value]) => [el('dt', {}, name), el('dd', {}, value)])),
+      ACTIONS ? el('div', { className: 'bar', id: 'actions' }, itemActions(params, item, () => route())) : null,
+      el('p', { className: 'muted' }, 'Ages are on the database clock, as of this read.'));
+  }
+
+  // ------------------------------------------------------------------ routing
+
+  function go(routeName, params) {
+    location.hash = '#/' + routeName + '?' + new URLSearchParams(params).toString();
+  }
+
+  async function route() {
+    clearTimeout(refresh);
+    const hash = location.hash.replace(/^#\/?/, '');
+    const [name, query] = [hash.split('?')[0], hash.includes('?') ? hash.slice(hash.indexOf('?') + 1) : ''];
+    const params = Object.fromEntries(new URLSearchParams(query));
+    try {
+      if (name === 'queue' && params.queue) {
+        await itemsView(params);
+      } else if (name === 'item' && params.queue && params.key !== undefined) {
+        await itemView(params);
+      } else {
+        await queuesView();
+      }
+      document.body.dataset.loaded = name || 'queues';
+    } catch (e) {
+      say(e.message, true);
+    }
+  }
+
+  document.getElementById('mode').textContent = ACTIONS ? 'actions enabled' : 'read-only';
+  window.addEventListener('hashchange', () => {
+    say('');
+    delete document.body.dataset.loaded;
+    route();
+  });
+  route();
+})();

@@ -1,0 +1,205 @@
+package io.workqueue;
+
+import io.r2dbc.spi.ConnectionFactory;
+import io.workqueue.migrations.WorkQueueMigrations;
+import io.workqueue.postgres.PostgresWorkQueueAdmin;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * A window onto the logical queues of one table, for the people who operate them: which queues
+ * there are and their {@link Stats}, the items of a queue in each {@link ItemState}, one item in
+ * detail, and the repairs a stuck item needs (retry, remove, purge the completed).
+ *
+ * <p><b>One home per concept.</b> Every state is decided by the condition the queue itself uses,
+ * rendered from the same text: an item listed as {@link ItemState#READY} is one a claim would hand
+ * out, and {@link #stats(String)} is the very read {@link ReactiveWorkQueue#stats()} makes (it
+ * <em>is</em> that call, feeding the queue's gauges, for a queue registered with
+ * {@link Builder#queue(ReactiveWorkQueue)}). Whether an item is stalled depends on the queue's
+ * {@link WorkQueueConfig#maxAttempts()}, which the table does not record: register each queue
+ * with its configuration, or its items count as having unlimited attempts (never stalled).
+ *
+ * <p><b>Keys.</b> Items are named by their key as stored ({@link QueueItem#storedKey()}), which is
+ * what the actions take, so an item whose key no longer decodes can still be retried or removed.
+ * Given the queue's {@link KeyCodec}, the admin also decodes each key ({@link QueueItem#key()}); a
+ * key the codec refuses is listed under its stored text with the reason, never hidden.
+ *
+ * <p><b>Cost.</b> Listing is keyset-paginated in the state's own order (claim order for pending
+ * states: never {@code OFFSET}, never a count per page): a page costs an index seek and at most
+ * {@link #SCAN_BUDGET} index entries per priority band it touches, however long the queue. A page
+ * of a sparse state may hence come back short but with a cursor to go on from. {@link #stats} and
+ * {@link #queues()} scan the queue's rows, as the stats read always does: call them at a human's
+ * pace, or cache them.
+ *
+ * <p><b>Writes.</b> Every action takes its row locks in primary-key order, like every writer of
+ * the queue, so it cannot deadlock with them; each returns what it changed and is safe to repeat
+ * (a repeat changes nothing more). Writes PostgreSQL asks to retry (40001, 40P01) are retried up
+ * to {@link Builder#writeAttempts(int)} runs.
+ *
+ * <p><b>Reactive contract</b>, as for {@link ReactiveWorkQueue}: every publisher is cold; bad
+ * arguments are signalled at subscription, never thrown; nothing blocks; results are emitted on
+ * the driver's threads; cancelling stops waiting (a statement already sent may still commit).
+ * Database errors surface as the driver's {@code R2dbcException}. Thread-safe.
+ */
+public interface WorkQueueAdmin {
+
+    /** The most items one page holds. */
+    int MAX_PAGE_SIZE = 500;
+
+    /**
+     * The most index entries one page reads per part of the listing it continues (the rest of the
+     * priority band the last page ended in, and the bands after it), whether or not they are in the
+     * state listed; what bounds a page's cost in a long queue.
+     */
+    int SCAN_BUDGET = 10_000;
+
+    /** The most keys one {@link #retry} or {@link #remove} names. */
+    int MAX_KEYS_PER_ACTION = 1_000;
+
+    /** The most items one {@link #purgeCompleted} deletes. */
+    int MAX_PURGE_BATCH = 10_000;
+
+    /** Starts building an admin over {@code connectionFactory} (plain or pooled; PostgreSQL only). */
+    static Builder builder(ConnectionFactory connectionFactory) {
+        return new Builder(connectionFactory);
+    }
+
+    /** The table prefix of the one table this admin reads ({@code ""}: {@code work_queue_items}). */
+    String tablePrefix();
+
+    /**
+     * Every logical queue that has items in the table or was registered with the builder, in name
+     * order (code points), each with its {@link #stats(String) stats}. Finding the names costs one
+     * index probe per distinct name (a loose scan of the primary key), not a scan of the table; the
+     * stats then cost one read per queue, at most two at a time. Emits on driver threads; an error
+     * of any read ends the stream with it.
+     */
+    Flux<QueueSummary> queues();
+
+    /**
+     * The stats of {@code queue}, read in one statement: for a queue registered as a
+     * {@link ReactiveWorkQueue}, exactly its {@link ReactiveWorkQueue#stats()} (which also feeds its
+     * gauges); otherwise the same statement with the registered attempt limit, or with unlimited
+     * attempts for a queue found only in the table. A queue without items has zero everywhere.
+     */
+    Mono<Stats> stats(String queue);
+
+    /**
+     * A page of the items of {@code queue} in {@code state}: {@link ItemState#COMPLETED} newest
+     * first (then by key, descending); every other state in claim order (priority descending, then
+     * availability, then key), so the ready items come in the order claims take them.
+     *
+     * <p>{@code after} is {@code null} for the first page, else the {@link ItemPage#next()} of the
+     * page before (a cursor of a pending state may continue any pending state). An item that stays
+     * in the state while the pages are read appears exactly once; one that changes meanwhile may
+     * appear or not (and may appear again under another state). {@code limit} must be 1 to
+     * {@link #MAX_PAGE_SIZE}; an unknown queue gives an empty page. Signals
+     * {@code IllegalArgumentException} for a bad limit or a cursor that is not one of this API's
+     * (or of another state kind).
+     */
+    Mono<ItemPage> items(String queue, ItemState state, @Nullable String after, int limit);
+
+    /** The item of {@code queue} stored under {@code storedKey}, or empty if there is none. */
+    Mono<QueueItem> item(String queue, String storedKey);
+
+    /**
+     * Makes stalled and delayed items due now: available at the database's {@code now()} (so
+     * claims find them at once, behind the ready items of their priority), attempts reset to 0.
+     * Only items {@link ItemState#STALLED} or {@link ItemState#DELAYED} and not leased are touched:
+     * ready, leased and completed items are left as they are, so a retry never revokes a lease nor
+     * moves an item that would be claimed anyway, and retrying again changes nothing more.
+     *
+     * <p><b>The last error is kept</b>: the item still shows why it stalled until its next run
+     * replaces the error (a failure) or clears it (a completion). Emits the stored keys it changed,
+     * in key order. At most {@link #MAX_KEYS_PER_ACTION} keys, else
+     * {@code IllegalArgumentException}; unknown keys are ignored, and none emits an empty list at
+     * once.
+     */
+    Mono<List<String>> retry(String queue, Collection<String> storedKeys);
+
+    /**
+     * Deletes items whatever their state, as {@link ReactiveWorkQueue#remove(Collection)} does: a
+     * worker holding one finds nothing to complete. Emits the stored keys it deleted, in key order.
+     * At most {@link #MAX_KEYS_PER_ACTION} keys, else {@code IllegalArgumentException}; none emits an
+     * empty list at once.
+     */
+    Mono<List<String>> remove(String queue, Collection<String> storedKeys);
+
+    /**
+     * Deletes up to {@code limit} completed items of {@code queue}, oldest completion first,
+     * whatever the queue's retention; an item enqueued again meanwhile is pending and kept. Emits
+     * how many it deleted: call again while that equals {@code limit}. {@code limit} must be 1 to
+     * {@link #MAX_PURGE_BATCH}, else {@code IllegalArgumentException}.
+     */
+    Mono<Long> purgeCompleted(String queue, int limit);
+
+    /**
+     * Assembles a {@link WorkQueueAdmin}. Not thread-safe; {@link #build()} validates everything
+     * synchronously and throws.
+     */
+    final class Builder {
+        private final ConnectionFactory connectionFactory;
+        private String tablePrefix = "";
+        private int writeAttempts = 3;
+        private final List<PostgresWorkQueueAdmin.QueueSettings> queues = new ArrayList<>();
+
+        private Builder(ConnectionFactory connectionFactory) {
+            this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
+        }
+
+        /** The prefix of the table to read, as given to {@link WorkQueueConfig.Builder#tablePrefix}; default {@code ""}. */
+        public Builder tablePrefix(String tablePrefix) {
+            this.tablePrefix = Objects.requireNonNull(tablePrefix, "tablePrefix");
+            return this;
+        }
+
+        /**
+         * Registers a queue of this table: its attempt limit and codec decide its stalled items and
+         * decode its keys, and {@link WorkQueueAdmin#stats(String)} of it is its own
+         * {@link ReactiveWorkQueue#stats()}. It must be a queue this library built.
+         */
+        public Builder queue(ReactiveWorkQueue<?> queue) {
+            queues.add(PostgresWorkQueueAdmin.QueueSettings.of(Objects.requireNonNull(queue, "queue")));
+            return this;
+        }
+
+        /** Registers a queue by its configuration; its keys are shown as stored. */
+        public Builder queue(WorkQueueConfig config) {
+            queues.add(PostgresWorkQueueAdmin.QueueSettings.of(Objects.requireNonNull(config, "config"), null));
+            return this;
+        }
+
+        /** Registers a queue by its configuration, decoding its keys with {@code codec}. */
+        public Builder queue(WorkQueueConfig config, KeyCodec<?> codec) {
+            queues.add(PostgresWorkQueueAdmin.QueueSettings.of(Objects.requireNonNull(config, "config"),
+                    Objects.requireNonNull(codec, "codec")));
+            return this;
+        }
+
+        /** Runs of an action PostgreSQL asks to retry (40001, 40P01); default 3, at least 1. */
+        public Builder writeAttempts(int writeAttempts) {
+            this.writeAttempts = writeAttempts;
+            return this;
+        }
+
+        /**
+         * The admin.
+         *
+         * @throws InvalidConfigException for a bad prefix, a queue of another table or registered
+         *                                twice, or a bad setting
+         * @throws UnsupportedDialectException if the connection factory is not PostgreSQL
+         */
+        public WorkQueueAdmin build() {
+            WorkQueueMigrations.validatePrefix(tablePrefix);
+            if (writeAttempts < 1) {
+                throw new InvalidConfigException("writeAttempts must be at least 1 but was " + writeAttempts);
+            }
+            return PostgresWorkQueueAdmin.create(connectionFactory, tablePrefix, queues, writeAttempts);
+        }
+    }
+}

@@ -1,0 +1,468 @@
+package io.workqueue.postgres;
+
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.ConnectionFactory;
+import io.r2dbc.spi.Result;
+import io.r2dbc.spi.Row;
+import io.r2dbc.spi.Statement;
+import io.workqueue.InvalidConfigException;
+import io.workqueue.ItemPage;
+import io.workqueue.ItemState;
+import io.workqueue.KeyCodec;
+import io.workqueue.QueueItem;
+import io.workqueue.QueueSummary;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.Stats;
+import io.workqueue.UnsupportedDialectException;
+import io.workqueue.WorkQueueAdmin;
+import io.workqueue.WorkQueueConfig;
+import io.workqueue.internal.CodePointOrder;
+import io.workqueue.internal.SqlStates;
+import io.workqueue.internal.Throwables;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.util.retry.Retry;
+
+/**
+ * The PostgreSQL implementation of {@link WorkQueueAdmin}. Build it through
+ * {@link WorkQueueAdmin#builder}; {@link #create} is public only so that the builder in the API
+ * package can reach it. Each operation borrows a connection for one statement and gives it back on
+ * completion, error and cancellation. Thread-safe.
+ */
+public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
+    private static final Logger log = LoggerFactory.getLogger(PostgresWorkQueueAdmin.class);
+    /** How many queues' stats {@link #queues()} reads at once. */
+    private static final int STATS_CONCURRENCY = 2;
+    /** Decoding errors are bounded like last errors, so one pathological message cannot flood a page. */
+    private static final int MAX_ERROR_LENGTH = PostgresWorkQueue.MAX_ERROR_LENGTH;
+
+    private final ConnectionFactory connectionFactory;
+    private final String tablePrefix;
+    private final Map<String, QueueSettings> queues;
+    private final int writeAttempts;
+    private final Sql.Inspection sql;
+
+    private PostgresWorkQueueAdmin(ConnectionFactory connectionFactory, String tablePrefix,
+            Map<String, QueueSettings> queues, int writeAttempts) {
+        this.connectionFactory = connectionFactory;
+        this.tablePrefix = tablePrefix;
+        this.queues = queues;
+        this.writeAttempts = writeAttempts;
+        this.sql = new Sql.Inspection(tablePrefix);
+    }
+
+    /**
+     * An admin over the table of {@code tablePrefix} (validated by the caller); see
+     * {@link WorkQueueAdmin.Builder#build()}.
+     *
+     * @throws InvalidConfigException if a queue is of another table or registered twice
+     * @throws UnsupportedDialectException if the factory does not report PostgreSQL
+     */
+    public static PostgresWorkQueueAdmin create(ConnectionFactory connectionFactory, String tablePrefix,
+            List<QueueSettings> settings, int writeAttempts) {
+        Objects.requireNonNull(connectionFactory, "connectionFactory");
+        Objects.requireNonNull(tablePrefix, "tablePrefix");
+        String product = connectionFactory.getMetadata().getName();
+        if (!"PostgreSQL".equalsIgnoreCase(product)) {
+            throw new UnsupportedDialectException("reactive-workqueue runs on PostgreSQL only, but the connection"
+                    + " factory reports " + product + " (" + connectionFactory.getClass().getName() + ")");
+        }
+        Map<String, QueueSettings> byName = new LinkedHashMap<>();
+        for (QueueSettings queue : settings) {
+            if (!queue.tablePrefix().equals(tablePrefix)) {
+                throw new InvalidConfigException("queue " + queue.name() + " is in the table of prefix \""
+                        + queue.tablePrefix() + "\", but this admin reads the table of prefix \"" + tablePrefix + "\"");
+            }
+            if (byName.putIfAbsent(queue.name(), queue) != null) {
+                throw new InvalidConfigException("queue " + queue.name() + " is registered twice");
+            }
+        }
+        return new PostgresWorkQueueAdmin(connectionFactory, tablePrefix, Map.copyOf(byName), writeAttempts);
+    }
+
+    /**
+     * What the admin knows of one queue: its name, table, attempt limit, and (optionally) its codec
+     * and the queue instance whose {@code stats()} it reads.
+     *
+     * @param name        the logical queue name
+     * @param tablePrefix its table's prefix
+     * @param maxAttempts its attempt limit, 0 for unlimited
+     * @param codec       its key codec, or null to show keys as stored
+     * @param queue       the queue instance, or null
+     */
+    public record QueueSettings(String name, String tablePrefix, int maxAttempts, @Nullable KeyCodec<?> codec,
+            @Nullable ReactiveWorkQueue<?> queue) {
+        /** The settings of {@code queue}, which must be a queue this library built. */
+        public static QueueSettings of(ReactiveWorkQueue<?> queue) {
+            if (!(queue instanceof PostgresWorkQueue<?> postgres)) {
+                throw new InvalidConfigException("the admin reads queues built by ReactiveWorkQueue.builder(...);"
+                        + " register " + queue.getClass().getName() + " by its WorkQueueConfig instead");
+            }
+            WorkQueueConfig config = postgres.config();
+            return new QueueSettings(config.name(), config.tablePrefix(), config.maxAttempts(), postgres.codec(), queue);
+        }
+
+        /** The settings of a queue known by its configuration, with {@code codec} or none. */
+        public static QueueSettings of(WorkQueueConfig config, @Nullable KeyCodec<?> codec) {
+            return new QueueSettings(config.name(), config.tablePrefix(), config.maxAttempts(), codec, null);
+        }
+    }
+
+    @Override
+    public String tablePrefix() {
+        return tablePrefix;
+    }
+
+    // ---------------------------------------------------------------- reads
+
+    @Override
+    public Flux<QueueSummary> queues() {
+        return Flux.defer(() -> inConnection(connection -> Flux.from(connection.createStatement(sql.queueNames).execute())
+                        .concatMap(result -> result.map((row, meta) -> Objects.requireNonNull(row.get(0, String.class))))
+                        .collectList())
+                .flatMapMany(present -> {
+                    Set<String> names = new TreeSet<>(CodePointOrder::compare);
+                    names.addAll(present);
+                    names.addAll(queues.keySet());
+                    return Flux.fromIterable(names);
+                })
+                .flatMapSequential(name -> stats(name).map(stats -> {
+                    QueueSettings settings = queues.get(name);
+                    return QueueSummary.of(name, stats, settings == null ? 0 : settings.maxAttempts(), settings != null);
+                }), STATS_CONCURRENCY));
+    }
+
+    @Override
+    public Mono<Stats> stats(String queue) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(queue, "queue");
+            QueueSettings settings = queues.get(queue);
+            if (settings != null && settings.queue() != null) {
+                return settings.queue().stats();
+            }
+            return inConnection(connection -> Flux.from(connection.createStatement(sql.stats)
+                            .bind(0, queue)
+                            .bind(1, maxAttempts(queue))
+                            .execute())
+                    .concatMap(result -> result.map((row, meta) -> Stats.of(
+                            longValue(row.get("pending", Long.class)),
+                            longValue(row.get("ready", Long.class)),
+                            longValue(row.get("leased", Long.class)),
+                            longValue(row.get("stalled", Long.class)),
+                            longValue(row.get("completed", Long.class)),
+                            ofMicros(longValue(row.get("oldest_ready_us", Long.class))))))
+                    .single());
+        });
+    }
+
+    @Override
+    public Mono<ItemPage> items(String queue, ItemState state, @Nullable String after, int limit) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(queue, "queue");
+            Objects.requireNonNull(state, "state");
+            if (limit < 1 || limit > MAX_PAGE_SIZE) {
+                throw new IllegalArgumentException("limit must be 1 to " + MAX_PAGE_SIZE + " but was " + limit);
+            }
+            boolean completed = state == ItemState.COMPLETED;
+            Cursor cursor = Cursor.parse(after, completed);
+            return inConnection(connection -> {
+                Statement statement = connection.createStatement(pageSql(state))
+                        .bind(0, queue)
+                        .bind(1, maxAttempts(queue));
+                if (completed) {
+                    bindOrNull(statement, 2, cursor == null ? null : cursor.position(), Long.class);
+                    bindOrNull(statement, 3, cursor == null ? null : cursor.key(), String.class);
+                    statement.bind(4, limit).bind(5, SCAN_BUDGET);
+                } else {
+                    bindOrNull(statement, 2, cursor == null ? null : cursor.priority(), Integer.class);
+                    bindOrNull(statement, 3, cursor == null ? null : cursor.position(), Long.class);
+                    bindOrNull(statement, 4, cursor == null ? null : cursor.key(), String.class);
+                    // The bands after the last page's band; bigint, so "below the lowest int" is expressible.
+                    statement.bind(5, cursor == null ? (long) Integer.MAX_VALUE : cursor.priority() - 1L)
+                            .bind(6, limit)
+                            .bind(7, SCAN_BUDGET);
+                }
+                return Flux.from(statement.execute())
+                        .concatMap(result -> result.map((row, meta) -> pageRow(queue, row)))
+                        .collectList();
+            }).map(rows -> page(rows, limit, completed));
+        });
+    }
+
+    private String pageSql(ItemState state) {
+        return switch (state) {
+            case READY -> sql.readyPage;
+            case DELAYED -> sql.delayedPage;
+            case LEASED -> sql.leasedPage;
+            case STALLED -> sql.stalledPage;
+            case COMPLETED -> sql.completedPage;
+        };
+    }
+
+    /**
+     * The page out of the two parts' rows (in listing order): the matching items up to
+     * {@code limit}, stopping early at a part's last budgeted entry, since nothing after it was
+     * read; the next page continues from the last row taken.
+     */
+    private static ItemPage page(List<PageRow> rows, int limit, boolean completed) {
+        List<QueueItem> items = new ArrayList<>(Math.min(rows.size(), limit));
+        for (PageRow row : rows) {
+            if (row.wanted()) {
+                items.add(row.item());
+            }
+            if (row.n() == SCAN_BUDGET || items.size() == limit) {
+                return ItemPage.of(items, Cursor.after(row, completed));
+            }
+        }
+        return ItemPage.of(items, null);
+    }
+
+    @Override
+    public Mono<QueueItem> item(String queue, String storedKey) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(queue, "queue");
+            Objects.requireNonNull(storedKey, "storedKey");
+            return inConnection(connection -> Flux.from(connection.createStatement(sql.item)
+                            .bind(0, queue)
+                            .bind(1, maxAttempts(queue))
+                            .bind(2, storedKey)
+                            .execute())
+                    .concatMap(result -> result.map((row, meta) -> item(queue, row)))
+                    .next());
+        });
+    }
+
+    /** One row of a page: its part and place in it, whether it is in the state listed, and its item. */
+    private record PageRow(int part, long n, boolean wanted, QueueItem item, long availableUs, @Nullable Long completedUs) {}
+
+    private PageRow pageRow(String queue, Row row) {
+        return new PageRow(intValue(row.get("part", Integer.class)), longValue(row.get("n", Long.class)),
+                Boolean.TRUE.equals(row.get("wanted", Boolean.class)), item(queue, row),
+                longValue(row.get("available_us", Long.class)), row.get("completed_us", Long.class));
+    }
+
+    private QueueItem item(String queue, Row row) {
+        String storedKey = Objects.requireNonNull(row.get("item_key", String.class));
+        QueueItem.Builder item = QueueItem.builder(queue, storedKey)
+                .priority(intValue(row.get("priority", Integer.class)))
+                .attempts(intValue(row.get("attempts", Integer.class)))
+                .lastError(row.get("last_error", String.class))
+                .age(ofMicros(longValue(row.get("age_us", Long.class))))
+                .availableIn(ofMicros(longValue(row.get("available_in_us", Long.class))))
+                .leaseRemaining(ofMicrosOrNull(row.get("lease_left_us", Long.class)))
+                .completedAgo(ofMicrosOrNull(row.get("completed_ago_us", Long.class)))
+                .requeueRequested(Boolean.TRUE.equals(row.get("requeue_requested", Boolean.class)))
+                .leaseLapsed(Boolean.TRUE.equals(row.get("lease_lapsed", Boolean.class)));
+        stateIf(item, row, "is_ready", ItemState.READY);
+        stateIf(item, row, "is_delayed", ItemState.DELAYED);
+        stateIf(item, row, "is_leased", ItemState.LEASED);
+        stateIf(item, row, "is_stalled", ItemState.STALLED);
+        stateIf(item, row, "is_completed", ItemState.COMPLETED);
+        QueueSettings settings = queues.get(queue);
+        if (settings != null && settings.codec() != null) {
+            try {
+                item.key(Objects.requireNonNull(settings.codec().decode(storedKey), "the codec decoded the key as null"));
+            } catch (Throwable e) {
+                if (Throwables.isJvmFatal(e)) {
+                    throw e;
+                }
+                // Shown under its stored key, with the reason: an operator must see such an item.
+                String reason = e.toString();
+                item.keyDecodingError(reason.length() > MAX_ERROR_LENGTH
+                        ? reason.substring(0, reason.offsetByCodePoints(0, Math.min(MAX_ERROR_LENGTH,
+                                reason.codePointCount(0, reason.length()))))
+                        : reason);
+            }
+        }
+        return item.build();
+    }
+
+    private static void stateIf(QueueItem.Builder item, Row row, String column, ItemState state) {
+        if (Boolean.TRUE.equals(row.get(column, Boolean.class))) {
+            item.state(state);
+        }
+    }
+
+    // ---------------------------------------------------------------- actions
+
+    @Override
+    public Mono<List<String>> retry(String queue, Collection<String> storedKeys) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(queue, "queue");
+            String[] keys = distinctKeys(storedKeys);
+            if (keys.length == 0) {
+                return Mono.just(List.<String>of());
+            }
+            return writeReturningKeys(connection -> connection.createStatement(sql.retryKeys)
+                    .bind(0, queue)
+                    .bind(1, maxAttempts(queue))
+                    .bind(2, keys));
+        });
+    }
+
+    @Override
+    public Mono<List<String>> remove(String queue, Collection<String> storedKeys) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(queue, "queue");
+            String[] keys = distinctKeys(storedKeys);
+            if (keys.length == 0) {
+                return Mono.just(List.<String>of());
+            }
+            return writeReturningKeys(connection -> connection.createStatement(sql.removeKeys)
+                    .bind(0, queue)
+                    .bind(1, keys));
+        });
+    }
+
+    @Override
+    public Mono<Long> purgeCompleted(String queue, int limit) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(queue, "queue");
+            if (limit < 1 || limit > MAX_PURGE_BATCH) {
+                throw new IllegalArgumentException("limit must be 1 to " + MAX_PURGE_BATCH + " but was " + limit);
+            }
+            return withRetries(inConnection(connection -> Flux.from(connection.createStatement(sql.purgeCompleted)
+                            .bind(0, queue)
+                            .bind(1, limit)
+                            .execute())
+                    .concatMap(Result::getRowsUpdated)
+                    .reduce(0L, Long::sum)));
+        });
+    }
+
+    /** Runs a lock-ordered action whose rows are its {@code RETURNING item_key}, and sorts them in key order. */
+    private Mono<List<String>> writeReturningKeys(Function<Connection, Statement> statement) {
+        return withRetries(inConnection(connection -> Flux.from(statement.apply(connection).execute())
+                        .concatMap(result -> result.map((row, meta) -> Objects.requireNonNull(row.get(0, String.class))))
+                        .collectList()))
+                .map(keys -> {
+                    List<String> sorted = new ArrayList<>(keys);
+                    sorted.sort(CodePointOrder::compare);
+                    return List.copyOf(sorted);
+                });
+    }
+
+    /** The keys of an action, checked and without duplicates. */
+    private static String[] distinctKeys(Collection<String> storedKeys) {
+        Objects.requireNonNull(storedKeys, "storedKeys");
+        Set<String> keys = new LinkedHashSet<>();
+        for (String key : storedKeys) {
+            Objects.requireNonNull(key, "a stored key is null");
+            if (key.indexOf('\0') >= 0) {
+                throw new IllegalArgumentException("a stored key never contains NUL, but one named here does");
+            }
+            keys.add(key);
+        }
+        if (keys.size() > MAX_KEYS_PER_ACTION) {
+            throw new IllegalArgumentException("an action names at most " + MAX_KEYS_PER_ACTION
+                    + " keys but this one names " + keys.size());
+        }
+        return keys.toArray(String[]::new);
+    }
+
+    // ---------------------------------------------------------------- plumbing
+
+    private int maxAttempts(String queue) {
+        QueueSettings settings = queues.get(queue);
+        return settings == null ? 0 : settings.maxAttempts();
+    }
+
+    private <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
+        return Mono.usingWhen(connectionFactory.create(), work, Connection::close,
+                (connection, error) -> connection.close(), Connection::close);
+    }
+
+    /** Runs an action again, on a fresh connection, only when PostgreSQL asks for it (40001, 40P01). */
+    private <T> Mono<T> withRetries(Mono<T> write) {
+        if (writeAttempts <= 1) {
+            return write;
+        }
+        return write.retryWhen(Retry.max(writeAttempts - 1L)
+                .filter(SqlStates::isWriteRetryable)
+                .doBeforeRetry(signal -> log.warn("admin action on table {} hit SQLSTATE {}; retrying (attempt {} of {})",
+                        sql.table, SqlStates.sqlState(signal.failure()), signal.totalRetries() + 2, writeAttempts))
+                .onRetryExhaustedThrow((spec, signal) -> signal.failure()));
+    }
+
+    private static <T> void bindOrNull(Statement statement, int index, @Nullable T value, Class<T> type) {
+        if (value == null) {
+            statement.bindNull(index, type);
+        } else {
+            statement.bind(index, value);
+        }
+    }
+
+    private static Duration ofMicros(long micros) {
+        return Duration.ofSeconds(Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1000L);
+    }
+
+    private static @Nullable Duration ofMicrosOrNull(@Nullable Long micros) {
+        return micros == null ? null : ofMicros(micros);
+    }
+
+    private static long longValue(@Nullable Long value) {
+        return value == null ? 0L : value;
+    }
+
+    private static int intValue(@Nullable Integer value) {
+        return value == null ? 0 : value;
+    }
+
+    /**
+     * Where a page ended, as an opaque token: the state kind, the position in the listing order
+     * (priority and availability for pending states, completion for completed ones, both in
+     * microseconds since the epoch) and the key. Base64url over UTF-8, so any key survives a URL.
+     */
+    private record Cursor(int priority, long position, String key) {
+        private static final String PENDING = "P";
+        private static final String COMPLETED = "C";
+
+        static String after(PageRow row, boolean completed) {
+            String text = completed
+                    ? COMPLETED + "\n" + Objects.requireNonNull(row.completedUs(), "completed_us") + "\n" + row.item().storedKey()
+                    : PENDING + "\n" + row.item().priority() + "\n" + row.availableUs() + "\n" + row.item().storedKey();
+            return Base64.getUrlEncoder().withoutPadding().encodeToString(text.getBytes(StandardCharsets.UTF_8));
+        }
+
+        static @Nullable Cursor parse(@Nullable String token, boolean completed) {
+            if (token == null) {
+                return null;
+            }
+            String text;
+            try {
+                text = new String(Base64.getUrlDecoder().decode(token), StandardCharsets.UTF_8);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("not a page cursor: " + token, e);
+            }
+            String[] parts = text.split("\n", completed ? 3 : 4);
+            String kind = completed ? COMPLETED : PENDING;
+            if (parts.length != (completed ? 3 : 4) || !parts[0].equals(kind) || parts[parts.length - 1].isEmpty()) {
+                throw new IllegalArgumentException("not a page cursor of " + (completed ? "completed" : "pending")
+                        + " items: " + token);
+            }
+            try {
+                return completed
+                        ? new Cursor(0, Long.parseLong(parts[1]), parts[2])
+                        : new Cursor(Integer.parseInt(parts[1]), Long.parseLong(parts[2]), parts[3]);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("not a page cursor: " + token, e);
+            }
+        }
+    }
+}

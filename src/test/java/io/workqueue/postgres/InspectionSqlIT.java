@@ -1,0 +1,206 @@
+package io.workqueue.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.Statement;
+import io.workqueue.testing.TestDatabase;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The admin's statements ({@link Sql.Inspection}) are planned by the real server, decide each state
+ * with the very predicate the claim and the stats read use, and reach their rows through the index
+ * meant for them whatever the statistics say: a listing never scans the table, an action locks its
+ * keys through the primary key.
+ */
+class InspectionSqlIT {
+    private static String prefix;
+    private static String table;
+    private static Sql.Inspection sql;
+    private static String queue;
+
+    private record Null(Class<?> type) {}
+
+    @BeforeAll
+    static void fill() {
+        // One queue of this table is long, with history beside it and other queues' rows: what
+        // tempts a planner into walking the wrong index or the whole table.
+        prefix = TestDatabase.createTable();
+        table = prefix + "_work_queue_items";
+        sql = new Sql.Inspection(prefix);
+        queue = TestDatabase.uniqueName("inspect");
+        TestDatabase.queryStrings("INSERT INTO " + table + " (queue_name, item_key, priority, attempts, completed_at)"
+                        + " SELECT CASE WHEN i % 5 = 0 THEN 'other-' || (i % 3) ELSE $1 END, 'k' || i, i % 4, i % 7,"
+                        + "        CASE WHEN i % 3 = 0 THEN now() - (i % 100) * INTERVAL '1 second' END"
+                        + " FROM generate_series(1, 60000) AS i",
+                queue);
+        TestDatabase.execute("ANALYZE " + table);
+    }
+
+    private static Map<String, Object[]> everyStatementWithBinds() {
+        String[] keys = {"k1", "k2"};
+        return Map.ofEntries(
+                Map.entry("stats", new Object[] {queue, 3}),
+                Map.entry("queueNames", new Object[] {}),
+                Map.entry("item", new Object[] {queue, 3, "k1"}),
+                Map.entry("readyPage", firstPendingPage()),
+                Map.entry("delayedPage", firstPendingPage()),
+                Map.entry("leasedPage", firstPendingPage()),
+                Map.entry("stalledPage", nextPendingPage()),
+                Map.entry("completedPage", new Object[] {queue, 3, new Null(Long.class), new Null(String.class), 50, 10_000}),
+                Map.entry("retryKeys", new Object[] {queue, 3, keys}),
+                Map.entry("removeKeys", new Object[] {queue, keys}),
+                Map.entry("purgeCompleted", new Object[] {queue, 100}));
+    }
+
+    private static Object[] firstPendingPage() {
+        return new Object[] {queue, 3, new Null(Integer.class), new Null(Long.class), new Null(String.class),
+                (long) Integer.MAX_VALUE, 50, 10_000};
+    }
+
+    private static Object[] nextPendingPage() {
+        return new Object[] {queue, 3, 2, 1_700_000_000_000_000L, "k100", 1L, 50, 10_000};
+    }
+
+    private static String statement(String field) {
+        try {
+            return (String) Sql.Inspection.class.getDeclaredField(field).get(sql);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError("Sql.Inspection has no statement " + field, e);
+        }
+    }
+
+    static List<String> explain(String statement, Object... binds) {
+        return Mono.usingWhen(TestDatabase.pool().create(),
+                        (Connection c) -> {
+                            Statement explain = c.createStatement("EXPLAIN " + statement);
+                            for (int i = 0; i < binds.length; i++) {
+                                if (binds[i] instanceof Null n) {
+                                    explain.bindNull(i, n.type());
+                                } else {
+                                    explain.bind(i, binds[i]);
+                                }
+                            }
+                            return Flux.from(explain.execute())
+                                    .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                                    .collectList();
+                        },
+                        Connection::close)
+                .block(Duration.ofSeconds(30));
+    }
+
+    /** The generic plan, as {@code SqlExplainIT} takes it: prepared, then forced generic. */
+    private static List<String> genericPlan(String statement, String parameterTypes, String arguments) {
+        return Mono.usingWhen(TestDatabase.plain().create(),
+                        (Connection c) -> Flux.just(
+                                        "SET plan_cache_mode = force_generic_plan",
+                                        "DO $probe$ BEGIN EXECUTE $stmt$PREPARE probe(" + parameterTypes + ") AS "
+                                                + statement + "$stmt$; END $probe$")
+                                .concatMap(s -> Flux.from(c.createStatement(s).execute()).concatMap(r -> r.getRowsUpdated()))
+                                .thenMany(Flux.from(c.createStatement("EXPLAIN EXECUTE probe(" + arguments + ")").execute()))
+                                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                                .collectList(),
+                        Connection::close)
+                .block(Duration.ofSeconds(30));
+    }
+
+    @Test
+    void everyStatementFieldIsCoveredHere() {
+        Set<String> fields = Arrays.stream(Sql.Inspection.class.getDeclaredFields())
+                .filter(f -> f.getType() == String.class && !Modifier.isStatic(f.getModifiers()))
+                .map(Field::getName)
+                .filter(name -> !name.equals("table"))
+                .collect(Collectors.toCollection(TreeSet::new));
+        assertEquals(new TreeSet<>(everyStatementWithBinds().keySet()), fields);
+    }
+
+    @Test
+    void theServerPlansEveryStatement() {
+        everyStatementWithBinds().forEach((field, binds) -> assertFalse(explain(statement(field), binds).isEmpty(), field));
+        assertFalse(explain(sql.readyPage, nextPendingPage()).isEmpty());
+        assertFalse(explain(sql.completedPage, queue, 3, 1_700_000_000_000_000L, "k9", 50, 10_000).isEmpty());
+    }
+
+    /**
+     * One home per concept: each state is the claim's and the stats read's own predicate text, so
+     * "ready" in a listing can never drift from what a claim hands out.
+     */
+    @Test
+    void theStatesAreThePredicatesClaimsAndStatsUse() {
+        Sql queueSql = new Sql(prefix, false, false);
+        assertTrue(queueSql.claimDue.contains(Sql.DUE));
+        for (String predicate : List.of(Sql.DUE, Sql.LEASED, Sql.STALLED, Sql.COMPLETED)) {
+            assertTrue(queueSql.stats.contains("FILTER (WHERE " + predicate + ")"), predicate);
+        }
+        assertEquals(queueSql.stats, sql.stats, "the admin's stats read is the queue's");
+        Map<String, String> pages = Map.of("readyPage", Sql.DUE, "delayedPage", Sql.DELAYED, "leasedPage", Sql.LEASED,
+                "stalledPage", Sql.STALLED, "completedPage", Sql.COMPLETED);
+        pages.forEach((field, predicate) -> assertTrue(statement(field).contains("(" + predicate + ") AS wanted"), field));
+        for (String predicate : List.of(Sql.DUE, Sql.DELAYED, Sql.LEASED, Sql.STALLED, Sql.COMPLETED)) {
+            assertTrue(sql.item.contains("(" + predicate + ") AS is_"), predicate);
+        }
+        assertTrue(sql.retryKeys.contains("NOT (" + Sql.LEASED + ") AND ((" + Sql.STALLED + ") OR (" + Sql.DELAYED + "))"));
+    }
+
+    @Test
+    void pagesReadTheirIndexNeverTheTable() {
+        Map<String, List<String>> plans = Map.of(
+                "ready, first", explain(sql.readyPage, firstPendingPage()),
+                "stalled, next", explain(sql.stalledPage, nextPendingPage()),
+                "ready (generic)", genericPlan(sql.readyPage, "text, int, int, bigint, text, bigint, int, int",
+                        "'" + queue + "', 3, 2, 1700000000000000, 'k100', 1, 50, 10000"),
+                "completed, next", explain(sql.completedPage, queue, 3, 1_700_000_000_000_000L, "k9", 50, 10_000),
+                "completed (generic)", genericPlan(sql.completedPage, "text, int, bigint, text, int, int",
+                        "'" + queue + "', 3, 1700000000000000, 'k9', 50, 10000"));
+        plans.forEach((name, plan) -> {
+            String text = String.join("\n", plan);
+            String index = name.startsWith("completed") ? "_reap_idx" : "_due_idx";
+            assertTrue(text.contains(table + index), name + " should read " + index + ":\n" + text);
+            assertFalse(text.contains("Seq Scan"), name + " scans the table:\n" + text);
+        });
+        String detail = String.join("\n", explain(sql.item, queue, 3, "k1"));
+        assertTrue(detail.contains(table + "_pkey"), detail);
+        String names = String.join("\n", explain(sql.queueNames));
+        assertTrue(names.contains(table + "_pkey") && !names.contains("Seq Scan"), names);
+    }
+
+    @Test
+    void actionsLockTheirKeysThroughThePrimaryKey() {
+        String[] keys = {"k1", "k2", "k3"};
+        String q = "'" + queue + "'";
+        Map<String, List<String>> plans = Map.of(
+                "retryKeys", explain(sql.retryKeys, queue, 3, keys),
+                "removeKeys", explain(sql.removeKeys, queue, keys),
+                "purgeCompleted", explain(sql.purgeCompleted, queue, 100),
+                "retryKeys (generic)", genericPlan(sql.retryKeys, "text, int, text[]", q + ", 3, '{k1,k2,k3}'"),
+                "purgeCompleted (generic)", genericPlan(sql.purgeCompleted, "text, int", q + ", 100"));
+        plans.forEach((name, plan) -> {
+            String text = String.join("\n", plan);
+            // From the target CTE to the next node at its level ("CTE Scan" lines are deeper).
+            String target = text.substring(text.indexOf("CTE target"));
+            int next = target.indexOf("\n  ", 4);
+            while (next >= 0 && target.startsWith("\n   ", next)) {
+                next = target.indexOf("\n  ", next + 1);
+            }
+            target = next < 0 ? target : target.substring(0, next);
+            assertTrue(target.contains(table + "_pkey"), name + " locks its keys through the primary key:\n" + text);
+            assertFalse(text.contains("Seq Scan"), name + ":\n" + text);
+        });
+        assertTrue(String.join("\n", plans.get("purgeCompleted")).contains(table + "_reap_idx"),
+                "the purge finds the oldest completions through the reap index");
+    }
+}
