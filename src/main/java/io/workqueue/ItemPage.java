@@ -26,12 +26,26 @@ public final class ItemPage {
         this.next = next;
     }
 
-    /** A page of {@code items} continued by the cursor {@code next} ({@code null}: nothing follows). */
+    /**
+     * A page of {@code items} continued by the cursor {@code next}. The admin makes pages; this
+     * factory exists for tests, fakes and other implementations of {@link WorkQueueAdmin}.
+     *
+     * @param items the items, in listing order; copied, and neither it nor an element may be
+     *              {@code null}
+     * @param next  the cursor of the page that follows, or {@code null} when nothing follows
+     * @return the page
+     * @throws NullPointerException if {@code items} or one of its elements is {@code null}
+     */
     public static ItemPage of(List<QueueItem> items, @Nullable String next) {
         return new ItemPage(Objects.requireNonNull(items, "items"), next);
     }
 
-    /** The items, in listing order. */
+    /**
+     * The items, in listing order.
+     *
+     * @return an unmodifiable list of at most the page size asked for; may be empty, even when
+     *         {@link #next()} is not {@code null}
+     */
     public List<QueueItem> items() {
         return items;
     }
@@ -40,6 +54,10 @@ public final class ItemPage {
      * The opaque cursor to pass as {@code after} for the page that follows, or {@code null} when the
      * listing reached the end. It names a position in the listing order, not an item, so it stays
      * valid whatever happens to the items meanwhile.
+     *
+     * @return the cursor to pass as {@code after} to
+     *         {@link WorkQueueAdmin#items(String, ItemState, String, int)} for the same queue and
+     *         state, or {@code null} at the end of the listing
      */
     public @Nullable String next() {
         return next;

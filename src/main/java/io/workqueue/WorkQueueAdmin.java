@@ -64,12 +64,24 @@ public interface WorkQueueAdmin {
     /** The most items one {@link #purgeCompleted} deletes. */
     int MAX_PURGE_BATCH = 10_000;
 
-    /** Starts building an admin over {@code connectionFactory} (plain or pooled; PostgreSQL only). */
+    /**
+     * Starts building an admin over {@code connectionFactory} (plain or pooled; PostgreSQL only).
+     * Nothing is connected here; {@link Builder#build()} checks the dialect and the settings.
+     *
+     * @param connectionFactory where the admin borrows its connections, one per statement; a
+     *                          PostgreSQL factory
+     * @return a new builder
+     * @throws NullPointerException if {@code connectionFactory} is {@code null}
+     */
     static Builder builder(ConnectionFactory connectionFactory) {
         return new Builder(connectionFactory);
     }
 
-    /** The table prefix of the one table this admin reads ({@code ""}: {@code work_queue_items}). */
+    /**
+     * The table prefix of the one table this admin reads ({@code ""}: {@code work_queue_items}).
+     *
+     * @return the prefix given to {@link Builder#tablePrefix(String)}, or {@code ""}
+     */
     String tablePrefix();
 
     /**
@@ -78,6 +90,13 @@ public interface WorkQueueAdmin {
      * index probe per distinct name (a loose scan of the primary key), not a scan of the table; the
      * stats then cost one read per queue, at most two at a time. Emits on driver threads; an error
      * of any read ends the stream with it.
+     *
+     * <p>Cold: each subscription reads the names and then the stats afresh, and completes after the
+     * last queue. Errors: the failure of the names read or of any stats read (the driver's
+     * {@code R2dbcException}), ending the stream. Cancelling stops the reads in flight and gives
+     * their connections back; nothing is written.
+     *
+     * @return a cold, finite {@code Flux} of one summary per queue, in name order
      */
     Flux<QueueSummary> queues();
 
@@ -86,6 +105,14 @@ public interface WorkQueueAdmin {
      * {@link ReactiveWorkQueue}, exactly its {@link ReactiveWorkQueue#stats()} (which also feeds its
      * gauges); otherwise the same statement with the registered attempt limit, or with unlimited
      * attempts for a queue found only in the table. A queue without items has zero everywhere.
+     *
+     * <p>Cold: each subscription runs the read once; the {@code Mono} emits the snapshot on a
+     * driver thread. Errors: {@code NullPointerException} for a {@code null} queue, at
+     * subscription; the statement's own failure. Cancelling mid-statement abandons the read (for a
+     * registered queue, as {@link ReactiveWorkQueue#stats()} describes).
+     *
+     * @param queue the logical queue name, as stored; need not be registered nor have items
+     * @return a cold {@code Mono} of the queue's snapshot
      */
     Mono<Stats> stats(String queue);
 
@@ -101,10 +128,38 @@ public interface WorkQueueAdmin {
      * {@link #MAX_PAGE_SIZE}; an unknown queue gives an empty page. Signals
      * {@code IllegalArgumentException} for a bad limit or a cursor that is not one of this API's
      * (or of another state kind).
+     *
+     * <p>Cold: each subscription reads the page in one statement; the {@code Mono} emits it on a
+     * driver thread, its items' keys decoded with the queue's codec if one was registered.
+     * Errors, at subscription: {@code NullPointerException} for a {@code null} queue or state and
+     * the {@code IllegalArgumentException}s above; then the statement's own failure.
+     * Cancelling stops waiting and gives the connection back; the read has no effect to undo.
+     *
+     * @param queue the logical queue name, as stored
+     * @param state the state whose items to list
+     * @param after {@code null} for the first page, else the {@link ItemPage#next()} of the page
+     *              before
+     * @param limit the most items on the page, 1 to {@link #MAX_PAGE_SIZE}
+     * @return a cold {@code Mono} of the page, which may hold fewer than {@code limit} items and
+     *         still have a {@link ItemPage#next()}
      */
     Mono<ItemPage> items(String queue, ItemState state, @Nullable String after, int limit);
 
-    /** The item of {@code queue} stored under {@code storedKey}, or empty if there is none. */
+    /**
+     * The item of {@code queue} stored under {@code storedKey}, or empty if there is none. Read in
+     * one statement, with the same states and ages as a listed item; a key the registered codec
+     * refuses still gives the item, with its {@link QueueItem#keyDecodingError()}.
+     *
+     * <p>Cold: each subscription runs the read once; the {@code Mono} emits the item, or completes
+     * empty, on a driver thread. Errors: {@code NullPointerException} for a {@code null} queue or
+     * key, at subscription; the statement's own failure.
+     * Cancelling stops waiting and gives the connection back; the read has no effect to undo.
+     *
+     * @param queue     the logical queue name, as stored
+     * @param storedKey the key as stored ({@link QueueItem#storedKey()}), not as a codec encodes
+     *                  it
+     * @return a cold {@code Mono} of the item, empty if the queue has no item under that key
+     */
     Mono<QueueItem> item(String queue, String storedKey);
 
     /**
@@ -119,6 +174,21 @@ public interface WorkQueueAdmin {
      * in key order. At most {@link #MAX_KEYS_PER_ACTION} keys, else
      * {@code IllegalArgumentException}; unknown keys are ignored, and none emits an empty list at
      * once.
+     *
+     * <p>Cold: each subscription runs one lock-ordered statement (retried as described above);
+     * the {@code Mono} emits on a driver thread once it has committed. Errors, at subscription:
+     * {@code NullPointerException} for a {@code null} queue, collection or key;
+     * {@code IllegalArgumentException} for a key containing NUL or too many keys (nothing is
+     * written); then the statement's own failure. Cancelling stops waiting and gives the
+     * connection back, but the statement may already have committed: the items may still be
+     * retried.
+     *
+     * @param queue      the logical queue name, as stored
+     * @param storedKeys the keys as stored of the items to retry, at most
+     *                   {@link #MAX_KEYS_PER_ACTION} once duplicates are dropped
+     * @return a cold {@code Mono} of the stored keys of the items it made due, in key order (code
+     *         points); a queue with unlimited attempts (or not registered) has no stalled items,
+     *         so only its delayed ones change
      */
     Mono<List<String>> retry(String queue, Collection<String> storedKeys);
 
@@ -127,6 +197,20 @@ public interface WorkQueueAdmin {
      * worker holding one finds nothing to complete. Emits the stored keys it deleted, in key order.
      * At most {@link #MAX_KEYS_PER_ACTION} keys, else {@code IllegalArgumentException}; none emits an
      * empty list at once.
+     *
+     * <p>Cold: each subscription runs one lock-ordered delete (retried on 40001 and 40P01); the
+     * {@code Mono} emits on a driver thread once it has committed. Errors, at subscription:
+     * {@code NullPointerException} for a {@code null} queue, collection or key;
+     * {@code IllegalArgumentException} for a key containing NUL or too many keys (nothing is
+     * deleted); then the statement's own failure. Cancelling stops waiting and gives the
+     * connection back, but the statement may already have committed: the items may still be
+     * deleted.
+     *
+     * @param queue      the logical queue name, as stored
+     * @param storedKeys the keys as stored of the items to delete, at most
+     *                   {@link #MAX_KEYS_PER_ACTION} once duplicates are dropped
+     * @return a cold {@code Mono} of the stored keys of the items it deleted, in key order (code
+     *         points); unknown keys are not in it
      */
     Mono<List<String>> remove(String queue, Collection<String> storedKeys);
 
@@ -135,6 +219,17 @@ public interface WorkQueueAdmin {
      * whatever the queue's retention; an item enqueued again meanwhile is pending and kept. Emits
      * how many it deleted: call again while that equals {@code limit}. {@code limit} must be 1 to
      * {@link #MAX_PURGE_BATCH}, else {@code IllegalArgumentException}.
+     *
+     * <p>Cold: each subscription runs one delete, locking its rows in key order (retried on 40001
+     * and 40P01); the {@code Mono} emits on a driver thread once it has committed. Errors, at
+     * subscription: {@code NullPointerException} for a {@code null} queue and the
+     * {@code IllegalArgumentException} above; then the statement's own failure. Cancelling stops
+     * waiting and gives the connection back, but the statement may already have committed: the
+     * items may still be deleted.
+     *
+     * @param queue the logical queue name, as stored
+     * @param limit the most items to delete, 1 to {@link #MAX_PURGE_BATCH}
+     * @return a cold {@code Mono} of how many items it deleted, 0 to {@code limit}
      */
     Mono<Long> purgeCompleted(String queue, int limit);
 
@@ -152,7 +247,15 @@ public interface WorkQueueAdmin {
             this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
         }
 
-        /** The prefix of the table to read, as given to {@link WorkQueueConfig.Builder#tablePrefix}; default {@code ""}. */
+        /**
+         * Sets the prefix of the table to read, as given to
+         * {@link WorkQueueConfig.Builder#tablePrefix}; default {@code ""}. Checked by
+         * {@link #build()}.
+         *
+         * @param tablePrefix the prefix, or {@code ""} for {@code work_queue_items}
+         * @return this builder
+         * @throws NullPointerException if {@code tablePrefix} is {@code null}
+         */
         public Builder tablePrefix(String tablePrefix) {
             this.tablePrefix = Objects.requireNonNull(tablePrefix, "tablePrefix");
             return this;
@@ -162,34 +265,64 @@ public interface WorkQueueAdmin {
          * Registers a queue of this table: its attempt limit and codec decide its stalled items and
          * decode its keys, and {@link WorkQueueAdmin#stats(String)} of it is its own
          * {@link ReactiveWorkQueue#stats()}. It must be a queue this library built.
+         *
+         * @param queue a queue built by {@link ReactiveWorkQueue#builder} over this admin's table
+         * @return this builder
+         * @throws NullPointerException   if {@code queue} is {@code null}
+         * @throws InvalidConfigException if {@code queue} is not a queue this library built
          */
         public Builder queue(ReactiveWorkQueue<?> queue) {
             queues.add(PostgresWorkQueueAdmin.QueueSettings.of(Objects.requireNonNull(queue, "queue")));
             return this;
         }
 
-        /** Registers a queue by its configuration; its keys are shown as stored. */
+        /**
+         * Registers a queue by its configuration; its keys are shown as stored. Its attempt limit
+         * decides its stalled items; its stats are read by the admin, without feeding any gauge.
+         *
+         * @param config the queue's configuration, with this admin's table prefix
+         * @return this builder
+         * @throws NullPointerException if {@code config} is {@code null}
+         */
         public Builder queue(WorkQueueConfig config) {
             queues.add(PostgresWorkQueueAdmin.QueueSettings.of(Objects.requireNonNull(config, "config"), null));
             return this;
         }
 
-        /** Registers a queue by its configuration, decoding its keys with {@code codec}. */
+        /**
+         * Registers a queue by its configuration, decoding its keys with {@code codec}; a key the
+         * codec refuses is listed as stored, with {@link QueueItem#keyDecodingError()}.
+         *
+         * @param config the queue's configuration, with this admin's table prefix
+         * @param codec  the codec the queue stores its keys with
+         * @return this builder
+         * @throws NullPointerException if {@code config} or {@code codec} is {@code null}
+         */
         public Builder queue(WorkQueueConfig config, KeyCodec<?> codec) {
             queues.add(PostgresWorkQueueAdmin.QueueSettings.of(Objects.requireNonNull(config, "config"),
                     Objects.requireNonNull(codec, "codec")));
             return this;
         }
 
-        /** Runs of an action PostgreSQL asks to retry (40001, 40P01); default 3, at least 1. */
+        /**
+         * Sets the runs of an action PostgreSQL asks to retry (40001, 40P01); default 3, at least 1.
+         * Checked by {@link #build()}. Reads are not retried.
+         *
+         * @param writeAttempts the most runs of one {@link WorkQueueAdmin#retry},
+         *                      {@link WorkQueueAdmin#remove} or {@link WorkQueueAdmin#purgeCompleted};
+         *                      1 means no retry
+         * @return this builder
+         */
         public Builder writeAttempts(int writeAttempts) {
             this.writeAttempts = writeAttempts;
             return this;
         }
 
         /**
-         * The admin.
+         * Builds the admin, checking every setting now. Connects to nothing: the first statement
+         * runs when one of its publishers is subscribed.
          *
+         * @return a new, thread-safe admin over the table of {@link #tablePrefix(String)}
          * @throws InvalidConfigException for a bad prefix, a queue of another table or registered
          *                                twice, or a bad setting
          * @throws UnsupportedDialectException if the connection factory is not PostgreSQL
