@@ -1,6 +1,6 @@
 package io.workqueue;
 
-import io.workqueue.internal.Durations;
+import io.workqueue.internal.base.Durations;
 import java.time.Duration;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;

@@ -1,6 +1,5 @@
 package io.workqueue;
 
-import io.workqueue.internal.KeyCodecs;
 
 /**
  * Turns keys into the strings stored as the table's primary key, and back.

@@ -2,6 +2,7 @@ package io.workqueue;
 
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
+import io.workqueue.internal.base.Durations;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Collection;
@@ -59,7 +60,7 @@ public interface ReactiveWorkQueue<K> {
      * {@code now() + duration} far inside PostgreSQL's timestamp range and every timer inside
      * Reactor's nanosecond range.
      */
-    Duration MAX_DURATION = Duration.ofDays(36_525);
+    Duration MAX_DURATION = Durations.MAX;
 
     /**
      * Starts building a queue over {@code connectionFactory} (plain or pooled; a pool is strongly
@@ -81,6 +82,13 @@ public interface ReactiveWorkQueue<K> {
      * @return {@link WorkQueueConfig#name()} of the queue's configuration
      */
     String name();
+
+    /**
+     * The configuration this instance was built with: its table, limits and timeouts.
+     *
+     * @return the configuration given to {@link WorkQueueBuilder#config}
+     */
+    WorkQueueConfig config();
 
     /**
      * Enqueues entries through the group commit: enqueues on this instance are merged into one

@@ -1,8 +1,7 @@
 package io.workqueue;
 
 import io.r2dbc.spi.ConnectionFactory;
-import io.workqueue.migrations.WorkQueueMigrations;
-import io.workqueue.postgres.PostgresWorkQueueAdmin;
+import io.workqueue.internal.base.TableNames;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -241,7 +240,7 @@ public interface WorkQueueAdmin {
         private final ConnectionFactory connectionFactory;
         private String tablePrefix = "";
         private int writeAttempts = 3;
-        private final List<PostgresWorkQueueAdmin.QueueSettings> queues = new ArrayList<>();
+        private final List<WorkQueueBackend.AdminQueue> queues = new ArrayList<>();
 
         private Builder(ConnectionFactory connectionFactory) {
             this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
@@ -264,15 +263,15 @@ public interface WorkQueueAdmin {
         /**
          * Registers a queue of this table: its attempt limit and codec decide its stalled items and
          * decode its keys, and {@link WorkQueueAdmin#stats(String)} of it is its own
-         * {@link ReactiveWorkQueue#stats()}. It must be a queue this library built.
+         * {@link ReactiveWorkQueue#stats()}. Keys are decoded by the codec of a queue this library
+         * built; those of any other implementation (a decorator) are shown as stored.
          *
-         * @param queue a queue built by {@link ReactiveWorkQueue#builder} over this admin's table
+         * @param queue a queue over this admin's table
          * @return this builder
-         * @throws NullPointerException   if {@code queue} is {@code null}
-         * @throws InvalidConfigException if {@code queue} is not a queue this library built
+         * @throws NullPointerException if {@code queue} is {@code null}
          */
         public Builder queue(ReactiveWorkQueue<?> queue) {
-            queues.add(PostgresWorkQueueAdmin.QueueSettings.of(Objects.requireNonNull(queue, "queue")));
+            queues.add(WorkQueueBackend.AdminQueue.of(Objects.requireNonNull(queue, "queue")));
             return this;
         }
 
@@ -285,7 +284,7 @@ public interface WorkQueueAdmin {
          * @throws NullPointerException if {@code config} is {@code null}
          */
         public Builder queue(WorkQueueConfig config) {
-            queues.add(PostgresWorkQueueAdmin.QueueSettings.of(Objects.requireNonNull(config, "config"), null));
+            queues.add(WorkQueueBackend.AdminQueue.of(Objects.requireNonNull(config, "config"), null));
             return this;
         }
 
@@ -299,7 +298,7 @@ public interface WorkQueueAdmin {
          * @throws NullPointerException if {@code config} or {@code codec} is {@code null}
          */
         public Builder queue(WorkQueueConfig config, KeyCodec<?> codec) {
-            queues.add(PostgresWorkQueueAdmin.QueueSettings.of(Objects.requireNonNull(config, "config"),
+            queues.add(WorkQueueBackend.AdminQueue.of(Objects.requireNonNull(config, "config"),
                     Objects.requireNonNull(codec, "codec")));
             return this;
         }
@@ -328,11 +327,14 @@ public interface WorkQueueAdmin {
          * @throws UnsupportedDialectException if the connection factory is not PostgreSQL
          */
         public WorkQueueAdmin build() {
-            WorkQueueMigrations.validatePrefix(tablePrefix);
+            String prefixProblem = TableNames.prefixProblem(tablePrefix);
+            if (prefixProblem != null) {
+                throw new InvalidConfigException(prefixProblem);
+            }
             if (writeAttempts < 1) {
                 throw new InvalidConfigException("writeAttempts must be at least 1 but was " + writeAttempts);
             }
-            return PostgresWorkQueueAdmin.create(connectionFactory, tablePrefix, queues, writeAttempts);
+            return Backends.BACKEND.admin(connectionFactory, tablePrefix, List.copyOf(queues), writeAttempts);
         }
     }
 }

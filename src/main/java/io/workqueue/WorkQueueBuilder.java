@@ -2,9 +2,6 @@ package io.workqueue;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.r2dbc.spi.ConnectionFactory;
-import io.workqueue.internal.MicrometerQueueMetrics;
-import io.workqueue.internal.QueueMetrics;
-import io.workqueue.postgres.PostgresWorkQueue;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
@@ -142,9 +139,6 @@ public final class WorkQueueBuilder<K> {
             throw new InvalidConfigException("timer must not be null but was null");
         }
         KeyCodec<K> codec = keyCodec != null ? keyCodec : KeyCodec.defaultFor(keyType);
-        QueueMetrics metrics = meterRegistry == null
-                ? QueueMetrics.NONE
-                : MicrometerQueueMetrics.forRegistry(meterRegistry, checked.name());
-        return PostgresWorkQueue.create(connectionFactory, checked, codec, wakeups, scheduler, metrics);
+        return Backends.BACKEND.queue(connectionFactory, checked, codec, wakeups, scheduler, meterRegistry);
     }
 }

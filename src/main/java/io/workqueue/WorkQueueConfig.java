@@ -1,7 +1,8 @@
 package io.workqueue;
 
-import io.workqueue.internal.Durations;
-import io.workqueue.internal.Identifiers;
+import io.workqueue.internal.base.Durations;
+import io.workqueue.internal.base.Identifiers;
+import io.workqueue.internal.base.TableNames;
 import io.workqueue.migrations.WorkQueueMigrations;
 import java.time.Duration;
 import java.util.Locale;
@@ -104,15 +105,23 @@ public final class WorkQueueConfig {
         if (tablePrefix == null) {
             throw new InvalidConfigException("tablePrefix must not be null; use \"\" for the default table");
         }
-        WorkQueueMigrations.validatePrefix(tablePrefix);
-        return tablePrefix;
+        return checked(TableNames.prefixProblem(tablePrefix), tablePrefix);
     }
 
     private static String validChannel(@Nullable String notifyChannel) {
         if (notifyChannel == null) {
             throw new InvalidConfigException("notifyChannel must not be null; use \"\" for none");
         }
-        return notifyChannel.isEmpty() ? notifyChannel : Identifiers.requirePlain("notifyChannel", notifyChannel);
+        return notifyChannel.isEmpty() ? notifyChannel
+                : checked(Identifiers.problem("notifyChannel", notifyChannel), notifyChannel);
+    }
+
+    /** {@code value}, unless {@code problem} says why it is refused. */
+    private static String checked(@Nullable String problem, String value) {
+        if (problem != null) {
+            throw new InvalidConfigException(problem);
+        }
+        return value;
     }
 
     /**

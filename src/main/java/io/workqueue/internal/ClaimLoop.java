@@ -1,5 +1,6 @@
 package io.workqueue.internal;
 
+import io.workqueue.internal.base.Durations;
 import java.time.Duration;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;

@@ -4,7 +4,7 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.workqueue.InvalidConfigException;
 import io.workqueue.WorkQueueConfig;
-import io.workqueue.internal.Identifiers;
+import io.workqueue.internal.base.TableNames;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -45,13 +45,10 @@ public final class WorkQueueMigrations {
             "versions/V2__requested_at.sql");
 
     /** The table every queue shares, before the prefix. */
-    public static final String TABLE_BASE_NAME = "work_queue_items";
+    public static final String TABLE_BASE_NAME = TableNames.TABLE_BASE_NAME;
 
     private static final String TEMPLATE_RESOURCE = "work_queue.sql";
     private static final String PLACEHOLDER = "{{prefix}}";
-    /** The longest name the schema derives from the table name: its reaper index. */
-    private static final String LONGEST_SUFFIX = "_reap_idx";
-
     private WorkQueueMigrations() {}
 
     /**
@@ -63,7 +60,7 @@ public final class WorkQueueMigrations {
      */
     public static String tableName(String tablePrefix) {
         validatePrefix(tablePrefix);
-        return renderedPrefix(tablePrefix) + TABLE_BASE_NAME;
+        return TableNames.rendered(tablePrefix) + TABLE_BASE_NAME;
     }
 
     /**
@@ -77,7 +74,7 @@ public final class WorkQueueMigrations {
      */
     public static String sql(String tablePrefix) {
         validatePrefix(tablePrefix);
-        return Template.TEXT.replace(PLACEHOLDER, renderedPrefix(tablePrefix));
+        return Template.TEXT.replace(PLACEHOLDER, TableNames.rendered(tablePrefix));
     }
 
     /**
@@ -123,19 +120,9 @@ public final class WorkQueueMigrations {
      *                                included
      */
     public static void validatePrefix(String tablePrefix) {
-        if (tablePrefix == null) {
-            throw new InvalidConfigException("tablePrefix must not be null; use \"\" for the default table");
-        }
-        if (tablePrefix.isEmpty()) {
-            return;
-        }
-        Identifiers.requirePlain("tablePrefix", tablePrefix);
-        String longest = renderedPrefix(tablePrefix) + TABLE_BASE_NAME + LONGEST_SUFFIX;
-        if (longest.length() > Identifiers.MAX_IDENTIFIER_BYTES) {
-            throw new InvalidConfigException("tablePrefix must be at most "
-                    + (Identifiers.MAX_IDENTIFIER_BYTES - (longest.length() - tablePrefix.length()))
-                    + " bytes so that index " + longest + " fits PostgreSQL's "
-                    + Identifiers.MAX_IDENTIFIER_BYTES + "-byte limit, but was " + tablePrefix.length());
+        String problem = TableNames.prefixProblem(tablePrefix);
+        if (problem != null) {
+            throw new InvalidConfigException(problem);
         }
     }
 
@@ -154,7 +141,7 @@ public final class WorkQueueMigrations {
         if (version < 1 || version > SCHEMA_VERSION) {
             throw new InvalidConfigException("schema versions run from 1 to " + SCHEMA_VERSION + ", but was " + version);
         }
-        return load(VERSION_SCRIPTS.get(version - 1)).replace(PLACEHOLDER, renderedPrefix(tablePrefix));
+        return load(VERSION_SCRIPTS.get(version - 1)).replace(PLACEHOLDER, TableNames.rendered(tablePrefix));
     }
 
     /**
@@ -307,10 +294,6 @@ public final class WorkQueueMigrations {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read DDL " + resource, e);
         }
-    }
-
-    private static String renderedPrefix(String tablePrefix) {
-        return tablePrefix.isEmpty() ? "" : tablePrefix + "_";
     }
 
     private static String stripComment(String line) {

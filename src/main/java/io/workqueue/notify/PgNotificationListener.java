@@ -7,8 +7,8 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.workqueue.InvalidConfigException;
 import io.workqueue.UnsupportedDialectException;
-import io.workqueue.internal.Durations;
-import io.workqueue.internal.Identifiers;
+import io.workqueue.internal.base.Durations;
+import io.workqueue.internal.base.Identifiers;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -451,7 +451,10 @@ public final class PgNotificationListener {
             if (name == null) {
                 throw new InvalidConfigException("channel is required but was null");
             }
-            Identifiers.requirePlain("channel", name);
+            String channelProblem = Identifiers.problem("channel", name);
+            if (channelProblem != null) {
+                throw new InvalidConfigException(channelProblem);
+            }
             Duration min = positive("reconnectBackoff min", minBackoff);
             if (maxBackoff == null || Durations.capped(maxBackoff).compareTo(min) < 0) {
                 throw new InvalidConfigException("reconnectBackoff max must be at least min (" + minBackoff

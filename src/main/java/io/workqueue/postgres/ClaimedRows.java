@@ -1,6 +1,6 @@
 package io.workqueue.postgres;
 
-import io.workqueue.internal.CodePointOrder;
+import io.workqueue.internal.base.CodePointOrder;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.Objects;

@@ -1,7 +1,7 @@
 package io.workqueue.postgres;
 
-import io.workqueue.internal.CodePointOrder;
-import io.workqueue.internal.Durations;
+import io.workqueue.internal.base.CodePointOrder;
+import io.workqueue.internal.base.Durations;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;

@@ -19,7 +19,7 @@ import io.workqueue.WorkQueueException;
 import io.workqueue.WorkerOptions;
 import io.workqueue.internal.Backoff;
 import io.workqueue.internal.DemandPacedClaims;
-import io.workqueue.internal.Durations;
+import io.workqueue.internal.base.Durations;
 import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.KeyVetting;
 import io.workqueue.internal.QueueMetrics;
@@ -121,7 +121,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      *
      * @throws UnsupportedDialectException if the factory does not report PostgreSQL
      */
-    public static <K> PostgresWorkQueue<K> create(ConnectionFactory connectionFactory, WorkQueueConfig config,
+    static <K> PostgresWorkQueue<K> create(ConnectionFactory connectionFactory, WorkQueueConfig config,
             KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics) {
         Objects.requireNonNull(connectionFactory, "connectionFactory");
         Objects.requireNonNull(config, "config");
@@ -146,7 +146,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return config.name();
     }
 
-    /** The configuration this queue was built with. */
+    @Override
     public WorkQueueConfig config() {
         return config;
     }

@@ -16,7 +16,7 @@ import io.workqueue.Stats;
 import io.workqueue.UnsupportedDialectException;
 import io.workqueue.WorkQueueAdmin;
 import io.workqueue.WorkQueueConfig;
-import io.workqueue.internal.CodePointOrder;
+import io.workqueue.internal.base.CodePointOrder;
 import io.workqueue.internal.SqlStates;
 import io.workqueue.internal.Throwables;
 import java.nio.charset.StandardCharsets;
@@ -74,7 +74,7 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
      * @throws InvalidConfigException if a queue is of another table or registered twice
      * @throws UnsupportedDialectException if the factory does not report PostgreSQL
      */
-    public static PostgresWorkQueueAdmin create(ConnectionFactory connectionFactory, String tablePrefix,
+    static PostgresWorkQueueAdmin create(ConnectionFactory connectionFactory, String tablePrefix,
             List<QueueSettings> settings, int writeAttempts) {
         Objects.requireNonNull(connectionFactory, "connectionFactory");
         Objects.requireNonNull(tablePrefix, "tablePrefix");
@@ -108,14 +108,14 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
      */
     public record QueueSettings(String name, String tablePrefix, int maxAttempts, @Nullable KeyCodec<?> codec,
             @Nullable ReactiveWorkQueue<?> queue) {
-        /** The settings of {@code queue}, which must be a queue this library built. */
+        /**
+         * The settings of {@code queue}: its configuration, and its codec when this library built
+         * it (a decorator of one says nothing of its codec, so its keys are shown as stored).
+         */
         public static QueueSettings of(ReactiveWorkQueue<?> queue) {
-            if (!(queue instanceof PostgresWorkQueue<?> postgres)) {
-                throw new InvalidConfigException("the admin reads queues built by ReactiveWorkQueue.builder(...);"
-                        + " register " + queue.getClass().getName() + " by its WorkQueueConfig instead");
-            }
-            WorkQueueConfig config = postgres.config();
-            return new QueueSettings(config.name(), config.tablePrefix(), config.maxAttempts(), postgres.codec(), queue);
+            WorkQueueConfig config = queue.config();
+            KeyCodec<?> codec = queue instanceof PostgresWorkQueue<?> postgres ? postgres.codec() : null;
+            return new QueueSettings(config.name(), config.tablePrefix(), config.maxAttempts(), codec, queue);
         }
 
         /** The settings of a queue known by its configuration, with {@code codec} or none. */

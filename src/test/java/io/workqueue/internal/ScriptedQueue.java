@@ -5,6 +5,7 @@ import io.workqueue.Entry;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
+import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -69,6 +70,11 @@ final class ScriptedQueue implements ReactiveWorkQueue<String> {
     @Override
     public String name() {
         return "scripted";
+    }
+
+    @Override
+    public WorkQueueConfig config() {
+        return WorkQueueConfig.builder(name()).build();
     }
 
     @Override

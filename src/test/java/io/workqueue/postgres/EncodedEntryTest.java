@@ -3,8 +3,8 @@ package io.workqueue.postgres;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.workqueue.internal.CodePointOrder;
-import io.workqueue.internal.Durations;
+import io.workqueue.internal.base.CodePointOrder;
+import io.workqueue.internal.base.Durations;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -20,7 +20,7 @@ import io.workqueue.Stats;
 import io.workqueue.WorkQueueAdmin;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
-import io.workqueue.internal.CodePointOrder;
+import io.workqueue.internal.base.CodePointOrder;
 import io.workqueue.testing.CountingConnectionFactory;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.Queues;

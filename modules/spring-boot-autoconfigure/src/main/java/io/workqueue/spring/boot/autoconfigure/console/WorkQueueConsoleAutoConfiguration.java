@@ -2,7 +2,6 @@ package io.workqueue.spring.boot.autoconfigure.console;
 
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueAdmin;
-import io.workqueue.postgres.PostgresWorkQueue;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueAutoConfiguration;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueConnectionFactories;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueProperties;
@@ -53,12 +52,10 @@ public class WorkQueueConsoleAutoConfiguration {
                 WorkQueueAdmin.builder(connections.statements()).tablePrefix(properties.getTablePrefix()));
         Set<List<String>> registered = new HashSet<>();
         queues.values().forEach(queue -> {
-            // Only the library's own queues say which table they use; a decorator of the
-            // application's own is shown through what the table holds. Two beans of one logical
-            // queue (a producer's and a worker's, say) are one queue to the console: the first counts.
-            if (queue instanceof PostgresWorkQueue<?> postgres
-                    && registered.add(List.of(postgres.config().tablePrefix(), postgres.config().name()))) {
-                String prefix = postgres.config().tablePrefix();
+            // Two beans of one logical queue (a producer's and a worker's, say) are one queue to the
+            // console: the first counts.
+            if (registered.add(List.of(queue.config().tablePrefix(), queue.config().name()))) {
+                String prefix = queue.config().tablePrefix();
                 builders.computeIfAbsent(prefix, p -> WorkQueueAdmin.builder(connections.statements()).tablePrefix(p))
                         .queue(queue);
             }

@@ -1,4 +1,4 @@
-package io.workqueue.internal;
+package io.workqueue.internal.base;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;

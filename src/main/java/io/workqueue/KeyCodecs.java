@@ -1,4 +1,4 @@
-package io.workqueue.internal;
+package io.workqueue;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
@@ -24,7 +24,7 @@ import com.fasterxml.jackson.databind.ser.ContextualSerializer;
 import com.fasterxml.jackson.databind.ser.ResolvableSerializer;
 import com.fasterxml.jackson.databind.type.CollectionType;
 import com.fasterxml.jackson.databind.util.TokenBuffer;
-import io.workqueue.KeyCodec;
+import io.workqueue.internal.base.CodePointOrder;
 import java.io.IOException;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
@@ -37,7 +37,7 @@ import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /** The codecs behind {@link KeyCodec#defaultFor} and {@link KeyCodec#json}. Thread-safe. */
-public final class KeyCodecs {
+final class KeyCodecs {
     /** The one factory behind the mapper and the set elements' texts, so both are written alike. */
     private static final JsonFactory FACTORY = new JsonFactory();
 
@@ -58,7 +58,7 @@ public final class KeyCodecs {
 
     /** See {@link KeyCodec#defaultFor}. */
     @SuppressWarnings({"unchecked", "rawtypes"})
-    public static <K> KeyCodec<K> defaultFor(Class<K> keyType) {
+    static <K> KeyCodec<K> defaultFor(Class<K> keyType) {
         Objects.requireNonNull(keyType, "keyType");
         if (keyType == String.class) {
             return (KeyCodec<K>) new TextCodec<>(Function.identity(), Function.identity());
@@ -80,7 +80,7 @@ public final class KeyCodecs {
     }
 
     /** See {@link KeyCodec#json}. */
-    public static <K> KeyCodec<K> json(Class<K> keyType) {
+    static <K> KeyCodec<K> json(Class<K> keyType) {
         Objects.requireNonNull(keyType, "keyType");
         return new JsonCodec<>(keyType);
     }

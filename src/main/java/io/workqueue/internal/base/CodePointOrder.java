@@ -1,4 +1,4 @@
-package io.workqueue.internal;
+package io.workqueue.internal.base;
 
 /**
  * The order of strings by Unicode code point, which for valid strings is UTF-8 byte order and so

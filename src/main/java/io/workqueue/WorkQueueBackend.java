@@ -1,0 +1,105 @@
+package io.workqueue;
+
+import io.r2dbc.spi.ConnectionFactory;
+import java.util.List;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+import org.reactivestreams.Publisher;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * The seam between the API and the storage that implements it: how {@link WorkQueueBuilder} and
+ * {@link WorkQueueAdmin.Builder} create a queue and an admin without naming an implementation. The
+ * library's PostgreSQL backend provides it, found with {@link java.util.ServiceLoader} (a
+ * {@code META-INF/services} entry, or a {@code provides} clause of a module).
+ *
+ * <p>A service provider interface, not for applications: nothing here is needed to use a queue.
+ * An implementation must be thread-safe and have a public no-argument constructor.
+ */
+public interface WorkQueueBackend {
+    /**
+     * A queue over {@code connectionFactory}, as {@link WorkQueueBuilder#build()} describes, from
+     * settings the builder has already checked.
+     *
+     * @param connectionFactory the factory statements borrow connections from
+     * @param config            the queue's configuration
+     * @param codec             the key codec
+     * @param wakeups           the wakeup source, or {@code null} for none
+     * @param timer             the scheduler for the queue's timers
+     * @param meterRegistry     a Micrometer {@code MeterRegistry}, or {@code null} to record
+     *                          nothing; typed {@code Object} so that Micrometer stays optional
+     * @param <K>               the key type
+     * @return the queue
+     * @throws UnsupportedDialectException if the factory is not of this backend's database
+     */
+    <K> ReactiveWorkQueue<K> queue(ConnectionFactory connectionFactory, WorkQueueConfig config, KeyCodec<K> codec,
+            @Nullable Publisher<?> wakeups, Scheduler timer, @Nullable Object meterRegistry);
+
+    /**
+     * An admin over the table of {@code tablePrefix}, as {@link WorkQueueAdmin.Builder#build()}
+     * describes, from settings the builder has already checked.
+     *
+     * @param connectionFactory the factory statements borrow connections from
+     * @param tablePrefix       the valid prefix of the table to read
+     * @param queues            the queues registered with the builder, in registration order
+     * @param writeAttempts     runs of an action PostgreSQL asks to retry; at least 1
+     * @return the admin
+     * @throws InvalidConfigException if a queue is of another table or registered twice
+     * @throws UnsupportedDialectException if the factory is not of this backend's database
+     */
+    WorkQueueAdmin admin(ConnectionFactory connectionFactory, String tablePrefix, List<AdminQueue> queues,
+            int writeAttempts);
+
+    /**
+     * One queue registered with a {@link WorkQueueAdmin.Builder}: a queue instance, or a
+     * configuration with an optional codec.
+     */
+    final class AdminQueue {
+        private final @Nullable ReactiveWorkQueue<?> queue;
+        private final @Nullable WorkQueueConfig config;
+        private final @Nullable KeyCodec<?> codec;
+
+        private AdminQueue(@Nullable ReactiveWorkQueue<?> queue, @Nullable WorkQueueConfig config,
+                @Nullable KeyCodec<?> codec) {
+            this.queue = queue;
+            this.config = config;
+            this.codec = codec;
+        }
+
+        /**
+         * A queue registered as an instance.
+         *
+         * @param queue the queue
+         * @return the registration
+         */
+        public static AdminQueue of(ReactiveWorkQueue<?> queue) {
+            return new AdminQueue(Objects.requireNonNull(queue, "queue"), null, null);
+        }
+
+        /**
+         * A queue registered by its configuration.
+         *
+         * @param config its configuration
+         * @param codec  its key codec, or {@code null} to show keys as stored
+         * @return the registration
+         */
+        public static AdminQueue of(WorkQueueConfig config, @Nullable KeyCodec<?> codec) {
+            return new AdminQueue(null, Objects.requireNonNull(config, "config"), codec);
+        }
+
+        /** {@return the queue instance, or {@code null} when registered by configuration} */
+        public @Nullable ReactiveWorkQueue<?> queue() {
+            return queue;
+        }
+
+        /** {@return the configuration, or {@code null} when registered as an instance} */
+        public @Nullable WorkQueueConfig config() {
+            return config;
+        }
+
+        /** {@return the key codec given with the configuration, or {@code null}} */
+        public @Nullable KeyCodec<?> codec() {
+            return codec;
+        }
+    }
+}

@@ -1,0 +1,34 @@
+package io.workqueue.internal.base;
+
+import java.time.Duration;
+
+/**
+ * The one rule for durations: every duration the library accepts saturates at {@link #MAX} (100
+ * years, "forever"), so nothing wraps when added to a timestamp or turned into a timer, and nothing
+ * is refused for being long; and how a duration crosses into SQL, as whole microseconds. Stateless.
+ */
+public final class Durations {
+    /** The cap every duration meets: the value of {@code ReactiveWorkQueue.MAX_DURATION}. */
+    public static final Duration MAX = Duration.ofDays(36_525);
+    /** {@link #MAX} in whole microseconds: the most any statement binds. */
+    public static final long MAX_MICROS = MAX.getSeconds() * 1_000_000L;
+
+    private Durations() {}
+
+    /** {@code duration}, or {@link #MAX} if it is longer. */
+    public static Duration capped(Duration duration) {
+        return duration.compareTo(MAX) > 0 ? MAX : duration;
+    }
+
+    /**
+     * Whole microseconds of {@code duration} after {@linkplain #capped capping}; negative
+     * durations give 0. Exact for every accepted value: the cap is about 3.2e15 microseconds.
+     */
+    public static long micros(Duration duration) {
+        if (duration.isNegative()) {
+            return 0;
+        }
+        Duration bounded = capped(duration);
+        return bounded.getSeconds() * 1_000_000L + bounded.getNano() / 1_000;
+    }
+}
