@@ -1,6 +1,9 @@
 package io.workqueue.postgres;
 
 import io.workqueue.migrations.WorkQueueMigrations;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.function.IntFunction;
 
 /**
@@ -106,56 +109,55 @@ final class Sql {
 
     final String table;
     /**
-     * $1 queue, $2 keys text[], $3 priorities int[], $4 delays in microseconds bigint[], and, when
-     * the queue notifies, $5 the channel.
+     * Every statement of this rendering as written (comments included, parameters named in its
+     * header), by name: what {@link #reference()} prints. The fields hold the same text as sent.
      */
+    private final Map<String, String> readable = new LinkedHashMap<>();
+    /** The merged upsert of enqueued entries (and, when the queue notifies, the notification). */
     final String enqueue;
-    /**
-     * $1 queue, $2 attempt limit, $3 limit, $4 lease in microseconds. One row of parallel arrays;
-     * see {@link #claim}.
-     */
+    /** A claim from the head of the due index, in exact claim order (a sweep). One row of parallel arrays; see {@link #claim}. */
     final String claimDue;
     /**
-     * As {@link #claimDue}, reading each band from its cursor: $5 priorities int[] (highest first),
-     * $6 where each band's read starts, in microseconds since the epoch, bigint[]. Both claims also
-     * return each item's {@code available_at} and the statement's {@code now()}, in microseconds,
-     * and "rearmed" (always 0 for a claim alone).
+     * As {@link #claimDue}, reading each band from its cursor. Both claims also return each item's
+     * {@code available_at} and the statement's {@code now()}, in microseconds, and "rearmed"
+     * (always 0 for a claim alone).
      */
     final String claimFromCursors;
     /**
-     * $1 queue, $2 keys text[]; marks the items completed or, when the queue deletes on complete,
-     * deletes them. One row: "completed", the count, and "completed_keys", null when every key
-     * named was completed, else the keys that were (empty when none was); and "rearmed", how many
-     * it handed back instead because they were enqueued during their lease (see {@link #REARM}).
+     * Marks the items completed or, when the queue deletes on complete, deletes them. One row:
+     * "completed", the count, and "completed_keys", null when every key named was completed, else
+     * the keys that were (empty when none was); and "rearmed", how many it handed back instead
+     * because they were enqueued during their lease (see {@link #REARM}).
      */
     final String completeKeys;
-    /**
-     * $1 queue, $2 attempt limit, $3 limit, $4 lease in microseconds, $5 keys to complete text[];
-     * completes as {@link #completeKeys} does.
-     */
+    /** Completes as {@link #completeKeys} does, then claims as {@link #claimDue} does. */
     final String completeAndClaim;
-    /** As {@link #completeAndClaim}, reading bands from cursors as {@link #claimFromCursors} does, at $6 and $7. */
+    /** As {@link #completeAndClaim}, reading bands from cursors as {@link #claimFromCursors} does. */
     final String completeAndClaimFromCursors;
-    /** $1 queue, $2 keys text[], $3 delay in microseconds, $4 last error (nullable). */
+    /** Drops the leases, sets the availability and records the last error. */
     final String releaseKeys;
-    /**
-     * $1 queue, $2 keys text[], $3 the attempts the claim gave them int[], $4 the kind of lease each
-     * had before the claim int[]; undoes a claim of them (see {@link #handBack}).
-     */
+    /** Undoes a claim of the keys (see {@link PostgresWorkQueue}'s hand-back). */
     final String handBackKeys;
-    /** $1 queue, $2 keys text[]. */
+    /** Deletes the items, whatever their state. */
     final String removeKeys;
-    /** $1 queue, $2 retention in microseconds, $3 batch size. */
+    /** Deletes completed items past retention, a bounded batch. */
     final String reapCompleted;
-    /** $1 queue, $2 attempt limit. */
+    /** The one-round-trip stats read. */
     final String stats;
+
+    // Parameters, named once: each statement's header lists the ones it takes.
+    private static final String P_QUEUE = "$1 queue text: the logical queue's name";
+    private static final String P_ATTEMPT_LIMIT = "$2 attempt limit int: 0 means unlimited";
+    private static final String P_CLAIM = P_QUEUE + "\n" + P_ATTEMPT_LIMIT
+            + "\n$3 limit int: the most items to lease\n$4 lease bigint: its length in microseconds";
+    private static final String P_KEYS = P_QUEUE + "\n$2 keys text[]: the stored keys, distinct";
 
     /**
      * No parameters; one row: the age in microseconds and the pid of the oldest transaction that
      * holds back this database's xmin horizon, and the oldest replication slot xmin age. Names no
      * table: the horizon belongs to the database, not to a queue.
      */
-    static final String HORIZON = compact("""
+    private static final String HORIZON_WRITTEN = """
             -- What VACUUM must keep for: open transactions with a snapshot (backend_xmin) or an xid,
             -- in this database (walsenders carrying standby feedback have none), and prepared
             -- transactions. This statement's own session is left out.
@@ -183,7 +185,9 @@ final class Sql {
                 ORDER BY started
                 LIMIT 1
             ) AS oldest ON true
-            """);
+            """;
+    /** {@link #HORIZON_WRITTEN} as sent. */
+    static final String HORIZON = compact(HORIZON_WRITTEN);
 
     /**
      * @param tablePrefix      the validated prefix of the one table every statement names
@@ -239,7 +243,10 @@ final class Sql {
                     OR EXCLUDED.available_at < q.available_at
                     OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at))
                 """.formatted(table);
-        this.enqueue = compact(notify ? """
+        this.enqueue = statement(notify ? "enqueue (notifying)" : "enqueue", P_QUEUE
+                + "\n$2 keys text[]: the stored keys, distinct\n$3 priorities int[]: one per key"
+                + "\n$4 delays bigint[]: one per key, in microseconds" + (notify ? "\n$5 channel text: to notify" : ""),
+                notify ? """
                 -- One statement, one transaction: the notification is delivered at commit, so no
                 -- listener wakes before the rows are visible, and a rollback sends nothing. One
                 -- notification per write, however many callers the write carries.
@@ -247,9 +254,14 @@ final class Sql {
                 %s)
                 SELECT pg_notify($5::text, '')
                 """.formatted(upsert.indent(4)) : upsert);
-        this.claimDue = compact("WITH " + claim(false, 0));
-        this.claimFromCursors = compact("WITH " + claim(false, 5));
-        IntFunction<String> completeAndClaim = cursorParameter -> compact("""
+        String cursors = "\n$%d band priorities int[]: the bands to read, highest first"
+                + "\n$%d band starts bigint[]: where each band's read starts, microseconds since the epoch";
+        this.claimDue = statement("claimDue", P_CLAIM, "WITH " + claim(false, 0));
+        this.claimFromCursors = statement("claimFromCursors", P_CLAIM + cursors.formatted(5, 6),
+                "WITH " + claim(false, 5));
+        String deleting = deleteOnComplete ? " (deleteOnComplete)" : "";
+        String completeAndClaimParameters = P_CLAIM + "\n$5 keys text[]: the stored keys to complete first, distinct";
+        IntFunction<String> completeAndClaim = cursorParameter -> ("""
                 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
                 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
                 -- statement waits for a lock it holds no claimed row: no lock cycle. The claim
@@ -260,9 +272,11 @@ final class Sql {
                 """.formatted(
                         completing.apply(5),
                         claim(true, cursorParameter)));
-        this.completeAndClaim = completeAndClaim.apply(0);
-        this.completeAndClaimFromCursors = completeAndClaim.apply(6);
-        this.completeKeys = compact("""
+        this.completeAndClaim = statement("completeAndClaim" + deleting, completeAndClaimParameters,
+                completeAndClaim.apply(0));
+        this.completeAndClaimFromCursors = statement("completeAndClaimFromCursors" + deleting,
+                completeAndClaimParameters + cursors.formatted(6, 7), completeAndClaim.apply(6));
+        this.completeKeys = statement("completeKeys" + deleting, P_KEYS, """
                 WITH %1$s
                 -- One row: how many items were completed and, only when that is fewer than the keys
                 -- named, which ones, so a merged write can credit each caller. Usually every key
@@ -274,7 +288,9 @@ final class Sql {
                     (SELECT count(*) FROM rearmed) AS rearmed
                 FROM done
                 """.formatted(completing.apply(2)));
-        this.releaseKeys = compact("WITH " + lockedKeys(2, true) + """
+        this.releaseKeys = statement("releaseKeys", P_KEYS
+                + "\n$3 delay bigint: microseconds until available (negative means now)"
+                + "\n$4 last error text: null for none", "WITH " + lockedKeys(2, true) + """
                 UPDATE %1$s AS q
                 SET lease_until = 'epoch',
                     available_at = now() + GREATEST($3::bigint, 0) * INTERVAL '1 microsecond',
@@ -284,7 +300,10 @@ final class Sql {
                 FROM target
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
                 """.formatted(table));
-        this.handBackKeys = compact("WITH " + lockedKeys(2, true) + """
+        this.handBackKeys = statement("handBackKeys", P_KEYS
+                + "\n$3 attempts int[]: the attempts the claim gave each key"
+                + "\n$4 prior leases int[]: each key's lease before the claim: 0 none, 1 lapsed, 2 handed back",
+                "WITH " + lockedKeys(2, true) + """
                 -- Undoes a claim nobody took (its caller left while the statement ran): the lease
                 -- goes back to what it was, so a lapsed one still reads as a reclaim and a row
                 -- handed back to run again is still protected, and the attempt is not counted.
@@ -302,8 +321,9 @@ final class Sql {
                 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
                     AND q.attempts = mine.attempts AND q.lease_until > now()
                 """.formatted(table, PRIOR_LEASE_LAPSED, PRIOR_LEASE_HANDED_BACK, HANDED_BACK));
-        this.removeKeys = compact("WITH " + lockedKeys(2, false) + DELETE_TARGET.formatted(table));
-        this.reapCompleted = compact("""
+        this.removeKeys = statement("removeKeys", P_KEYS, "WITH " + lockedKeys(2, false) + DELETE_TARGET.formatted(table));
+        this.reapCompleted = statement("reapCompleted", P_QUEUE
+                + "\n$2 retention bigint: microseconds a completed item is kept\n$3 batch int: the most rows to delete", """
                 -- Bounded, and SKIP LOCKED: the reaper never waits on, or deadlocks with, a writer.
                 WITH expired AS MATERIALIZED (
                     SELECT queue_name, item_key
@@ -321,7 +341,7 @@ final class Sql {
                     -- As in the claim: primary-key lookups even under a generic plan.
                     AND q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM expired))
                 """.formatted(table));
-        this.stats = compact("""
+        this.stats = statement("stats", P_QUEUE + "\n" + P_ATTEMPT_LIMIT, """
                 SELECT
                     count(*) FILTER (WHERE completed_at IS NULL) AS pending,
                     count(*) FILTER (WHERE %2$s) AS ready,
@@ -338,6 +358,52 @@ final class Sql {
                 FROM %1$s
                 WHERE queue_name = $1::text
                 """.formatted(table, DUE, STALLED, LEASED, COMPLETED));
+    }
+
+    /**
+     * Records {@code text} under {@code name} with a header naming its parameters (one per line),
+     * and returns it as sent.
+     */
+    private String statement(String name, String parameters, String text) {
+        return statement(readable, name, parameters, text);
+    }
+
+    /** {@link #statement(String, String, String)}, recording into {@code readable}. */
+    private static String statement(Map<String, String> readable, String name, String parameters, String text) {
+        StringBuilder header = new StringBuilder("-- ").append(name).append('\n');
+        for (String parameter : parameters.split("\n")) {
+            if (!parameter.isEmpty()) {
+                header.append("--   ").append(parameter).append('\n');
+            }
+        }
+        readable.put(name, header + text.stripTrailing() + ";\n");
+        return compact(text);
+    }
+
+    /**
+     * Every statement the queue and the admin run, for the default table, as written: the readable
+     * form of each rendering (keeping rows, deleting on complete, notifying), each statement once,
+     * with its parameters named in its header. Committed as {@code docs/sql/statements.sql}
+     * (StatementsReferenceTest keeps it current), so the final text of every statement can be read
+     * in one place; the fields are the same text without the comments.
+     */
+    static String reference() {
+        Map<String, String> all = new LinkedHashMap<>();
+        for (Sql rendering : List.of(new Sql("", false, false), new Sql("", true, true))) {
+            all.putAll(rendering.readable);
+        }
+        all.put("horizon", "-- horizon\n--   (no parameters)\n" + HORIZON_WRITTEN.stripTrailing() + ";\n");
+        all.putAll(new Inspection("").readable);
+        StringBuilder out = new StringBuilder("""
+                -- Every statement reactive-workqueue runs, rendered for the default table
+                -- (work_queue_items), as written in src/main/java/io/workqueue/postgres/Sql.java:
+                -- the comments say why; the driver receives the text without them. Generated by
+                -- Sql.reference(); StatementsReferenceTest fails when this file is out of date
+                -- (regenerate: mvn test -Dtest=StatementsReferenceTest -Dstatements.write=true).
+
+                """);
+        all.forEach((name, text) -> out.append(text).append('\n'));
+        return out.toString();
     }
 
     /**
@@ -539,11 +605,14 @@ final class Sql {
         /** $1 queue, $2 most items: deletes the oldest completed items. */
         final String purgeCompleted;
 
+        /** As {@link Sql#readable}. */
+        private final Map<String, String> readable = new LinkedHashMap<>();
+
         Inspection(String tablePrefix) {
             Sql sql = new Sql(tablePrefix, false, false);
             this.table = sql.table;
             this.stats = sql.stats;
-            this.queueNames = compact("""
+            this.queueNames = statement(readable, "admin: queueNames", "(no parameters)", """
                     WITH RECURSIVE names AS (
                         (SELECT queue_name FROM %1$s ORDER BY queue_name LIMIT 1)
                         UNION ALL
@@ -554,16 +623,27 @@ final class Sql {
                     )
                     SELECT queue_name FROM names WHERE queue_name IS NOT NULL
                     """.formatted(table));
-            this.item = compact("""
+            this.item = statement(readable, "admin: item", P_QUEUE + "\n" + P_ATTEMPT_LIMIT
+                    + "\n$3 key text: the stored key", """
                     SELECT %2$s
                     FROM (SELECT %3$s FROM %1$s WHERE queue_name = $1::text AND item_key = $3::text) AS b
                     """.formatted(table, ITEM_COLUMNS, RAW_COLUMNS));
-            this.readyPage = pendingPage(DUE);
-            this.delayedPage = pendingPage(DELAYED);
-            this.leasedPage = pendingPage(LEASED);
-            this.stalledPage = pendingPage(STALLED);
-            this.completedPage = completedPage();
-            this.retryKeys = compact("WITH " + sql.lockedKeys(3, true) + """
+            String page = P_QUEUE + "\n" + P_ATTEMPT_LIMIT
+                    + "\n$3 band int: the priority band the last page ended in; null for the first page"
+                    + "\n$4 available bigint: where in that band it ended, microseconds since the epoch"
+                    + "\n$5 key text: and the key it ended at"
+                    + "\n$6 next bands bigint: the highest priority of the bands after it (the int maximum for the first page)"
+                    + "\n$7 page size int\n$8 scan budget int: the most index entries each part reads";
+            this.readyPage = statement(readable, "admin: readyPage", page, pendingPage(DUE));
+            this.delayedPage = statement(readable, "admin: delayedPage", page, pendingPage(DELAYED));
+            this.leasedPage = statement(readable, "admin: leasedPage", page, pendingPage(LEASED));
+            this.stalledPage = statement(readable, "admin: stalledPage", page, pendingPage(STALLED));
+            this.completedPage = statement(readable, "admin: completedPage", P_QUEUE + "\n" + P_ATTEMPT_LIMIT
+                    + "\n$3 completed bigint: the completion instant the last page ended at, microseconds since the"
+                    + " epoch; null for the first page\n$4 key text: and the key it ended at"
+                    + "\n$5 page size int\n$6 scan budget int: the most index entries each part reads", completedPage());
+            this.retryKeys = statement(readable, "admin: retryKeys", P_QUEUE + "\n" + P_ATTEMPT_LIMIT
+                    + "\n$3 keys text[]: the stored keys, distinct", "WITH " + sql.lockedKeys(3, true) + """
                     -- No FROM: the predicates name the row's own columns, unqualified. The row is
                     -- locked already, in key order; they are checked on its latest version.
                     UPDATE %1$s AS q
@@ -572,9 +652,10 @@ final class Sql {
                         AND NOT (%2$s) AND ((%3$s) OR (%4$s))
                     RETURNING q.item_key
                     """.formatted(table, LEASED, STALLED, DELAYED));
-            this.removeKeys = compact("WITH " + sql.lockedKeys(2, false) + DELETE_TARGET.formatted(table)
-                    + "RETURNING q.item_key\n");
-            this.purgeCompleted = compact("""
+            this.removeKeys = statement(readable, "admin: removeKeys", P_KEYS,
+                    "WITH " + sql.lockedKeys(2, false) + DELETE_TARGET.formatted(table) + "RETURNING q.item_key\n");
+            this.purgeCompleted = statement(readable, "admin: purgeCompleted", P_QUEUE
+                    + "\n$2 limit int: the most completed items to delete", """
                     -- The oldest completions through the reap index, then locked in key order like
                     -- every writer; a row enqueued again meanwhile is pending and stays (the
                     -- condition is checked on its latest version, and spelled so that it matches
@@ -632,7 +713,7 @@ final class Sql {
                     WHERE s.wanted OR s.n = $8::int
                     LIMIT $7::int
                     """;
-            return compact("""
+            return """
                     -- The rest of the band the last page ended in, then the bands after it.
                     SELECT * FROM (
                     %1$s) AS rest_of_band
@@ -645,7 +726,7 @@ final class Sql {
                                     "priority = $3::int AND (available_at, item_key)"
                                             + " > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)"),
                             part.formatted(2, CLAIM_ORDER, ITEM_COLUMNS, state, RAW_COLUMNS, table,
-                                    "priority <= $6::bigint")));
+                                    "priority <= $6::bigint"));
         }
 
         /**
@@ -672,7 +753,7 @@ final class Sql {
                     LIMIT $5::int
                     """;
             String at = "'epoch'::timestamptz + $3::bigint * INTERVAL '1 microsecond'";
-            return compact("""
+            return """
                     SELECT * FROM (
                     %1$s) AS rest_of_instant
                     UNION ALL
@@ -683,7 +764,7 @@ final class Sql {
                             part.formatted(1, "item_key DESC", ITEM_COLUMNS, COMPLETED, RAW_COLUMNS, table,
                                     "completed_at = " + at + " AND item_key < $4::text"),
                             part.formatted(2, "completed_at DESC, item_key DESC", ITEM_COLUMNS, COMPLETED,
-                                    RAW_COLUMNS, table, "completed_at < COALESCE(" + at + ", 'infinity')")));
+                                    RAW_COLUMNS, table, "completed_at < COALESCE(" + at + ", 'infinity')"));
         }
     }
 }

@@ -286,17 +286,9 @@ public final class Bench {
         System.out.println();
         System.out.printf(Locale.ROOT, "== 1. Drain: %,d preloaded keys per run, workers %s, batches %s, cap %d s per run%n",
                 o.n, o.workers, o.batches, o.drainSeconds);
-        Pgbench pgbench = new Pgbench(repo.resolve("examples/bench/pgbench"), db);
-        List<String> problems = pgbench.checkScripts();
+        // Its scripts are made from the library's statements (Sql.java) for this run.
+        Pgbench pgbench = new Pgbench(db);
         Map<String, Object> drain = new LinkedHashMap<>();
-        drain.put("pgbench_scripts_match_library", problems.isEmpty());
-        if (problems.isEmpty()) {
-            System.out.println("  pgbench scripts match the library's statements (Sql.java)");
-        } else {
-            System.out.println("  WARNING: the pgbench scripts have drifted from the library's statements:");
-            problems.forEach(p -> System.out.println("  " + p));
-            drain.put("pgbench_script_problems", problems);
-        }
         Drain bench = new Drain(db, pgbench, o.n, o.drainSeconds);
         bench.warmUp(o.quick ? 1 : 2);
         List<Drain.Run> runs = new ArrayList<>();
@@ -636,7 +628,7 @@ public final class Bench {
         // The floor under any client on this machine at this cadence: pgbench (C, no driver) paced
         // like the producer. Enqueue → claim needs two durable commits (the enqueue's, the claim's)
         // and one more hop for the notification.
-        Pgbench pgbench = new Pgbench(repo.resolve("examples/bench/pgbench"), db);
+        Pgbench pgbench = new Pgbench(db);
         int perSecond = (int) Math.max(1, 1000 / Math.max(1, o.wakeGapMillis));
         String wakeTable = WorkQueueMigrations.tableName(WakeLatency.PREFIX);
         double commitMillis = pgbench.pacedLatencyMillis("\\set k random(1, 1000000000)\n"

@@ -66,7 +66,7 @@ final class Report {
         }
         md.append("## How each scenario is measured\n\n");
         md.append("""
-                1. **Drain** (`Drain.java`, `examples/bench/pgbench/*.sql`): a fresh table per run, N keys inserted by SQL and
+                1. **Drain** (`Drain.java`; pgbench scripts made from the library's statements by `Pgbench.java`): a fresh table per run, N keys inserted by SQL and
                    VACUUM ANALYZEd; W workers at batch size B drain it. Library modes: `claim(B)` then `complete(keys)` in a loop
                    per worker; `claimStream` → `bufferTimeout(B, 5 ms, fair)` → `complete` (concatMap, prefetch 1); `process()`
                    with a no-op handler, `concurrency = claimBatch = B`; the `claimStream` mode again with `deleteOnComplete`.
