@@ -1,5 +1,9 @@
 package io.workqueue.postgres;
 
+import static io.workqueue.postgres.Rows.intValue;
+import static io.workqueue.postgres.Rows.longValue;
+import static io.workqueue.postgres.Rows.ofMicros;
+
 import io.r2dbc.postgresql.api.PostgresqlConnection;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
@@ -628,13 +632,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                         .bind(0, config.name())
                         .bind(1, config.maxAttempts())
                         .execute())
-                .concatMap(result -> result.map((row, meta) -> Stats.of(
-                        longValue(row.get("pending", Long.class)),
-                        longValue(row.get("ready", Long.class)),
-                        longValue(row.get("leased", Long.class)),
-                        longValue(row.get("stalled", Long.class)),
-                        longValue(row.get("completed", Long.class)),
-                        ofMicros(longValue(row.get("oldest_ready_us", Long.class))))))
+                .concatMap(result -> result.map((row, meta) -> Rows.stats(row)))
                 .single()
                 .doOnNext(metrics::observed)));
     }
@@ -803,19 +801,6 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @SuppressWarnings("NullAway")
     private static <T> List<T> listView(T[] array) {
         return array == null ? null : Arrays.asList(array);
-    }
-
-    /** An age the database computed in microseconds, as the statements report them. */
-    private static Duration ofMicros(long micros) {
-        return Duration.ofNanos(Math.multiplyExact(micros, 1000L));
-    }
-
-    private static long longValue(@Nullable Long value) {
-        return value == null ? 0L : value;
-    }
-
-    private static int intValue(@Nullable Integer value) {
-        return value == null ? 0 : value;
     }
 
     private static void requirePositive(String name, @Nullable Duration value) {

@@ -1,5 +1,9 @@
 package io.workqueue.postgres;
 
+import static io.workqueue.postgres.Rows.intValue;
+import static io.workqueue.postgres.Rows.longValue;
+import static io.workqueue.postgres.Rows.ofMicros;
+
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.Result;
@@ -160,13 +164,7 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
                             .bind(0, queue)
                             .bind(1, maxAttempts(queue))
                             .execute())
-                    .concatMap(result -> result.map((row, meta) -> Stats.of(
-                            longValue(row.get("pending", Long.class)),
-                            longValue(row.get("ready", Long.class)),
-                            longValue(row.get("leased", Long.class)),
-                            longValue(row.get("stalled", Long.class)),
-                            longValue(row.get("completed", Long.class)),
-                            ofMicros(longValue(row.get("oldest_ready_us", Long.class))))))
+                    .concatMap(result -> result.map((row, meta) -> Rows.stats(row)))
                     .single());
         });
     }
@@ -408,20 +406,8 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
         }
     }
 
-    private static Duration ofMicros(long micros) {
-        return Duration.ofSeconds(Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1000L);
-    }
-
     private static @Nullable Duration ofMicrosOrNull(@Nullable Long micros) {
         return micros == null ? null : ofMicros(micros);
-    }
-
-    private static long longValue(@Nullable Long value) {
-        return value == null ? 0L : value;
-    }
-
-    private static int intValue(@Nullable Integer value) {
-        return value == null ? 0 : value;
     }
 
     /**

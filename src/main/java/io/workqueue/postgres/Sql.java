@@ -698,21 +698,6 @@ final class Sql {
          * matches most rows (ready, usually) stops each part after about a page of entries.
          */
         private String pendingPage(String state) {
-            String part = """
-                    SELECT %1$d AS part, s.*
-                    FROM (
-                        SELECT row_number() OVER (ORDER BY %2$s) AS n, %3$s, (%4$s) AS wanted
-                        FROM (
-                            SELECT %5$s
-                            FROM %6$s
-                            WHERE queue_name = $1::text AND completed_at IS NULL AND %7$s
-                            ORDER BY %2$s
-                            LIMIT $8::int
-                        ) AS b
-                    ) AS s
-                    WHERE s.wanted OR s.n = $8::int
-                    LIMIT $7::int
-                    """;
             return """
                     -- The rest of the band the last page ended in, then the bands after it.
                     SELECT * FROM (
@@ -722,11 +707,10 @@ final class Sql {
                     %2$s) AS next_bands
                     ORDER BY part, n
                     """.formatted(
-                            part.formatted(1, "available_at, item_key", ITEM_COLUMNS, state, RAW_COLUMNS, table,
-                                    "priority = $3::int AND (available_at, item_key)"
-                                            + " > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)"),
-                            part.formatted(2, CLAIM_ORDER, ITEM_COLUMNS, state, RAW_COLUMNS, table,
-                                    "priority <= $6::bigint"));
+                            part(1, "available_at, item_key", state, "completed_at IS NULL AND priority = $3::int"
+                                    + " AND (available_at, item_key)"
+                                    + " > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)", 7, 8),
+                            part(2, CLAIM_ORDER, state, "completed_at IS NULL AND priority <= $6::bigint", 7, 8));
         }
 
         /**
@@ -737,21 +721,6 @@ final class Sql {
          * last page ended in (items completed by one statement share it), then the older ones.
          */
         private String completedPage() {
-            String part = """
-                    SELECT %1$d AS part, s.*
-                    FROM (
-                        SELECT row_number() OVER (ORDER BY %2$s) AS n, %3$s, (%4$s) AS wanted
-                        FROM (
-                            SELECT %5$s
-                            FROM %6$s
-                            WHERE queue_name = $1::text AND %4$s AND %7$s
-                            ORDER BY %2$s
-                            LIMIT $6::int
-                        ) AS b
-                    ) AS s
-                    WHERE s.wanted OR s.n = $6::int
-                    LIMIT $5::int
-                    """;
             String at = "'epoch'::timestamptz + $3::bigint * INTERVAL '1 microsecond'";
             return """
                     SELECT * FROM (
@@ -761,10 +730,34 @@ final class Sql {
                     %2$s) AS older
                     ORDER BY part, n
                     """.formatted(
-                            part.formatted(1, "item_key DESC", ITEM_COLUMNS, COMPLETED, RAW_COLUMNS, table,
-                                    "completed_at = " + at + " AND item_key < $4::text"),
-                            part.formatted(2, "completed_at DESC, item_key DESC", ITEM_COLUMNS, COMPLETED,
-                                    RAW_COLUMNS, table, "completed_at < COALESCE(" + at + ", 'infinity')"));
+                            part(1, "item_key DESC", COMPLETED,
+                                    COMPLETED + " AND completed_at = " + at + " AND item_key < $4::text", 5, 6),
+                            part(2, "completed_at DESC, item_key DESC", COMPLETED,
+                                    COMPLETED + " AND completed_at < COALESCE(" + at + ", 'infinity')", 5, 6));
+        }
+
+        /**
+         * One part of a page: the rows of the queue matching {@code range}, read in {@code order}
+         * up to the scan budget (parameter number {@code budget}) and numbered; of those, the ones
+         * in {@code state}, plus the last one read whatever its state (where the part stopped, if
+         * the budget ended it); at most the page size (parameter number {@code size}) rows.
+         */
+        private String part(int number, String order, String state, String range, int size, int budget) {
+            return """
+                    SELECT %1$d AS part, s.*
+                    FROM (
+                        SELECT row_number() OVER (ORDER BY %2$s) AS n, %3$s, (%4$s) AS wanted
+                        FROM (
+                            SELECT %5$s
+                            FROM %6$s
+                            WHERE queue_name = $1::text AND %7$s
+                            ORDER BY %2$s
+                            LIMIT $%9$d::int
+                        ) AS b
+                    ) AS s
+                    WHERE s.wanted OR s.n = $%9$d::int
+                    LIMIT $%8$d::int
+                    """.formatted(number, order, ITEM_COLUMNS, state, RAW_COLUMNS, table, range, size, budget);
         }
     }
 }

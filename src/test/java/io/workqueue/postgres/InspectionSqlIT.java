@@ -1,15 +1,14 @@
 package io.workqueue.postgres;
 
+import static io.workqueue.postgres.Plans.explain;
+import static io.workqueue.postgres.Plans.genericPlan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.r2dbc.spi.Connection;
-import io.r2dbc.spi.Statement;
 import io.workqueue.testing.TestDatabase;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
-import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -18,8 +17,6 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 
 /**
  * The admin's statements ({@link Sql.Inspection}) are planned by the real server, decide each state
@@ -32,8 +29,6 @@ class InspectionSqlIT {
     private static String table;
     private static Sql.Inspection sql;
     private static String queue;
-
-    private record Null(Class<?> type) {}
 
     @BeforeAll
     static void fill() {
@@ -61,14 +56,14 @@ class InspectionSqlIT {
                 Map.entry("delayedPage", firstPendingPage()),
                 Map.entry("leasedPage", firstPendingPage()),
                 Map.entry("stalledPage", nextPendingPage()),
-                Map.entry("completedPage", new Object[] {queue, 3, new Null(Long.class), new Null(String.class), 50, 10_000}),
+                Map.entry("completedPage", new Object[] {queue, 3, new Plans.Null(Long.class), new Plans.Null(String.class), 50, 10_000}),
                 Map.entry("retryKeys", new Object[] {queue, 3, keys}),
                 Map.entry("removeKeys", new Object[] {queue, keys}),
                 Map.entry("purgeCompleted", new Object[] {queue, 100}));
     }
 
     private static Object[] firstPendingPage() {
-        return new Object[] {queue, 3, new Null(Integer.class), new Null(Long.class), new Null(String.class),
+        return new Object[] {queue, 3, new Plans.Null(Integer.class), new Plans.Null(Long.class), new Plans.Null(String.class),
                 (long) Integer.MAX_VALUE, 50, 10_000};
     }
 
@@ -82,40 +77,6 @@ class InspectionSqlIT {
         } catch (ReflectiveOperationException e) {
             throw new AssertionError("Sql.Inspection has no statement " + field, e);
         }
-    }
-
-    static List<String> explain(String statement, Object... binds) {
-        return Mono.usingWhen(TestDatabase.pool().create(),
-                        (Connection c) -> {
-                            Statement explain = c.createStatement("EXPLAIN " + statement);
-                            for (int i = 0; i < binds.length; i++) {
-                                if (binds[i] instanceof Null n) {
-                                    explain.bindNull(i, n.type());
-                                } else {
-                                    explain.bind(i, binds[i]);
-                                }
-                            }
-                            return Flux.from(explain.execute())
-                                    .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
-                                    .collectList();
-                        },
-                        Connection::close)
-                .block(Duration.ofSeconds(30));
-    }
-
-    /** The generic plan, as {@code SqlExplainIT} takes it: prepared, then forced generic. */
-    private static List<String> genericPlan(String statement, String parameterTypes, String arguments) {
-        return Mono.usingWhen(TestDatabase.plain().create(),
-                        (Connection c) -> Flux.just(
-                                        "SET plan_cache_mode = force_generic_plan",
-                                        "DO $probe$ BEGIN EXECUTE $stmt$PREPARE probe(" + parameterTypes + ") AS "
-                                                + statement + "$stmt$; END $probe$")
-                                .concatMap(s -> Flux.from(c.createStatement(s).execute()).concatMap(r -> r.getRowsUpdated()))
-                                .thenMany(Flux.from(c.createStatement("EXPLAIN EXECUTE probe(" + arguments + ")").execute()))
-                                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
-                                .collectList(),
-                        Connection::close)
-                .block(Duration.ofSeconds(30));
     }
 
     @Test

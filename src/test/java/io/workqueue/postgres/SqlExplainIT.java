@@ -1,16 +1,15 @@
 package io.workqueue.postgres;
 
+import static io.workqueue.postgres.Plans.explain;
+import static io.workqueue.postgres.Plans.genericPlan;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.r2dbc.spi.Connection;
-import io.r2dbc.spi.Statement;
 import io.workqueue.testing.Queues;
 import io.workqueue.testing.TestDatabase;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
-import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -19,8 +18,6 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 
 /**
  * Every statement in {@link Sql} is planned by the real server with typed bind parameters, so a
@@ -33,55 +30,11 @@ class SqlExplainIT {
     /** The same table's statements for a queue that deletes rows on complete. */
     private static Sql deleting;
 
-    /** Marks a parameter bound as SQL NULL of a type. */
-    private record Null(Class<?> type) {}
-
     @BeforeAll
     static void createTable() {
         prefix = TestDatabase.createTable();
         sql = new Sql(prefix, false, false);
         deleting = new Sql(prefix, false, true);
-    }
-
-    /** The plan of {@code statement} with these binds; nothing is executed. */
-    private static List<String> explain(String statement, Object... binds) {
-        return Mono.usingWhen(TestDatabase.pool().create(),
-                        (Connection c) -> {
-                            Statement explain = c.createStatement("EXPLAIN " + statement);
-                            for (int i = 0; i < binds.length; i++) {
-                                if (binds[i] instanceof Null n) {
-                                    explain.bindNull(i, n.type());
-                                } else {
-                                    explain.bind(i, binds[i]);
-                                }
-                            }
-                            return Flux.from(explain.execute())
-                                    .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
-                                    .collectList();
-                        },
-                        Connection::close)
-                .block(Duration.ofSeconds(30));
-    }
-
-    /**
-     * The generic plan of {@code statement}: prepared with SQL {@code PREPARE} (so the plan cache
-     * applies from the first run), planned under {@code plan_cache_mode = force_generic_plan}, and
-     * explained for the literal arguments {@code arguments}.
-     */
-    private static List<String> genericPlan(String statement, String parameterTypes, String arguments) {
-        return Mono.usingWhen(TestDatabase.plain().create(),
-                        // Dollar-quoted inside a DO block, the statement's $n are text to the driver,
-                        // which would otherwise demand binds for them.
-                        (Connection c) -> Flux.just(
-                                        "SET plan_cache_mode = force_generic_plan",
-                                        "DO $probe$ BEGIN EXECUTE $stmt$PREPARE probe(" + parameterTypes + ") AS "
-                                                + statement + "$stmt$; END $probe$")
-                                .concatMap(sql -> Flux.from(c.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
-                                .thenMany(Flux.from(c.createStatement("EXPLAIN EXECUTE probe(" + arguments + ")").execute()))
-                                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
-                                .collectList(),
-                        Connection::close)
-                .block(Duration.ofSeconds(30));
     }
 
     /** Every statement, with binds of the types the queue binds. */
@@ -174,7 +127,7 @@ class SqlExplainIT {
 
     @Test
     void releasePlansWithoutACause() {
-        List<String> plan = explain(sql.releaseKeys, "q", new String[] {"a"}, -1L, new Null(String.class));
+        List<String> plan = explain(sql.releaseKeys, "q", new String[] {"a"}, -1L, new Plans.Null(String.class));
         assertFalse(plan.isEmpty());
     }
 
