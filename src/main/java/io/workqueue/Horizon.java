@@ -45,7 +45,9 @@ public final class Horizon {
     /**
      * How long the oldest transaction that holds a snapshot or a transaction id in this database
      * (or a prepared transaction of it) has been open, on the database clock; {@link Duration#ZERO}
-     * when there is none. Sessions of other roles are seen only with {@code pg_read_all_stats}.
+     * when there is none. Sessions of other roles are seen only with {@code pg_read_all_stats}. A
+     * running plain {@code VACUUM} (autovacuum's too) does not count: it shows a snapshot, but the
+     * server does not hold the horizon back for it.
      *
      * @return the age on the database clock; {@link Duration#ZERO} when no transaction holds it
      */

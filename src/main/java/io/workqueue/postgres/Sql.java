@@ -160,7 +160,9 @@ final class Sql {
     private static final String HORIZON_WRITTEN = """
             -- What VACUUM must keep for: open transactions with a snapshot (backend_xmin) or an xid,
             -- in this database (walsenders carrying standby feedback have none), and prepared
-            -- transactions. This statement's own session is left out.
+            -- transactions. This statement's own session is left out, and so is a running plain
+            -- VACUUM: it shows a snapshot, but the server leaves vacuums out of the horizon, and an
+            -- autovacuum of a bloated table runs for minutes.
             SELECT
                 COALESCE(GREATEST((EXTRACT(EPOCH FROM now() - oldest.started) * 1000000)::bigint, 0), 0) AS oldest_us,
                 COALESCE(oldest.pid, 0) AS holder_pid,
@@ -174,6 +176,7 @@ final class Sql {
                     SELECT xact_start AS started, pid
                     FROM pg_stat_activity
                     WHERE pid <> pg_backend_pid()
+                        AND pid NOT IN (SELECT pid FROM pg_stat_progress_vacuum)
                         AND xact_start IS NOT NULL
                         AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)
                         AND (datname = current_database() OR datname IS NULL)

@@ -10,6 +10,7 @@ import io.workqueue.Horizon;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkQueueMeters;
+import io.workqueue.testing.Poll;
 import io.workqueue.testing.Queues;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
@@ -76,6 +77,52 @@ class HorizonIT {
             assertEquals(pid, queue.horizon().block(WAIT).holderPid());
         } finally {
             Mono.from(reader.close()).block(WAIT);
+        }
+    }
+
+    /**
+     * A plain (lazy) VACUUM shows a snapshot in {@code pg_stat_activity} for as long as it runs,
+     * but PostgreSQL leaves it out of the horizon (other vacuums remove what it could still see):
+     * an autovacuum of a bloated table runs for minutes, and naming it would send an operator after
+     * the cure. Here a vacuum slowed to a crawl starts first, a pinning transaction after it; the
+     * pin is the holder.
+     */
+    @Test
+    void aRunningVacuumIsNotTheHolder() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "horizon-vacuum");
+        String bloated = TestDatabase.uniqueName("vacuumed").replace('-', '_');
+        TestDatabase.execute("CREATE TABLE " + bloated + " AS SELECT i, repeat('x', 200) AS filler"
+                + " FROM generate_series(1, 20000) AS i");
+        TestDatabase.execute("DELETE FROM " + bloated + " WHERE i % 2 = 0");
+        Connection vacuuming = Mono.from(TestDatabase.plain().create()).block(WAIT);
+        Connection pin = Mono.from(TestDatabase.plain().create()).block(WAIT);
+        int vacuumPid = Mono.from(vacuuming.createStatement("SELECT pg_backend_pid()").execute())
+                .flatMap(r -> Mono.from(r.map((row, meta) -> row.get(0, Integer.class))))
+                .block(WAIT);
+        try {
+            // A page a second at most: the vacuum outlives the test, which cancels it.
+            Flux.just("SET vacuum_cost_delay = 100", "SET vacuum_cost_limit = 1")
+                    .concatMap(sql -> Flux.from(vacuuming.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
+                    .blockLast(WAIT);
+            Flux.from(vacuuming.createStatement("VACUUM " + bloated).execute())
+                    .concatMap(r -> r.getRowsUpdated())
+                    .onErrorResume(e -> Mono.empty()) // cancelled at the end
+                    .subscribe();
+            // Vacuuming, and showing a snapshot as it does: what a naive reading would name.
+            Poll.until(WAIT, "pid " + vacuumPid + " to vacuum", () -> TestDatabase.queryLong(
+                    "SELECT count(*) FROM pg_stat_activity a JOIN pg_stat_progress_vacuum p USING (pid)"
+                            + " WHERE pid = $1 AND a.backend_xmin IS NOT NULL", vacuumPid) == 1);
+            int pinPid = openTransaction(pin, "BEGIN", "SELECT txid_current()");
+
+            Horizon held = queue.horizon().block(WAIT);
+
+            assertEquals(pinPid, held.holderPid(), () -> "the pin, not the vacuum (pid " + vacuumPid + "): " + held);
+        } finally {
+            TestDatabase.queryLong("SELECT count(pg_cancel_backend(pid)) FROM pg_stat_progress_vacuum WHERE pid = $1",
+                    vacuumPid);
+            Mono.from(pin.close()).block(WAIT);
+            Mono.from(vacuuming.close()).block(WAIT);
+            TestDatabase.execute("DROP TABLE " + bloated);
         }
     }
 
