@@ -15,7 +15,8 @@
 # ($PRESSURE_VERSION/pressure on port $PRESSURE_PORT, default 5441, trust auth) and started if
 # needed; it is left running. Results (README.md, pressure.csv, pressure.png) go to --out, by
 # default docs/benchmarks/pressure. Needs Java 17, Maven and Debian's postgresql-common tools.
-# PRESSURE_JAVA_OPTS adds JVM options (a profiler, say).
+# PRESSURE_JAVA_OPTS adds JVM options (a profiler, say); BENCH_R2DBC_OPTIONS adds driver options to the
+# URL (e.g. preparedStatementCacheQueries=0).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$repo"

@@ -48,7 +48,18 @@ final class Db {
         return value == null || value.isBlank() ? fallback : value;
     }
 
+    /**
+     * The database's R2DBC URL, plus the driver options in {@code BENCH_R2DBC_OPTIONS} if set (a
+     * query string, e.g. {@code preparedStatementCacheQueries=0} to plan every statement for its
+     * own arguments).
+     */
     String url() {
+        String options = env("BENCH_R2DBC_OPTIONS", "");
+        return baseUrl() + (options.isEmpty() ? "" : "?" + options);
+    }
+
+    /** The database's R2DBC URL without options, for a benchmark that sets its own. */
+    String baseUrl() {
         return "r2dbc:postgresql://" + user + "@" + host + ":" + port + "/" + database;
     }
 

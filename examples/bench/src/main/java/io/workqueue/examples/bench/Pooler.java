@@ -60,8 +60,8 @@ public final class Pooler {
         Db db = Db.fromEnvironment("bench");
         String pooler = System.getenv().getOrDefault("PGBOUNCER_PORT", "6432");
         List<Route> paths = List.of(
-                new Route("direct, statement cache on", db.url()),
-                new Route("direct, statement cache off", db.url() + "?" + NO_CACHE),
+                new Route("direct, statement cache on", db.baseUrl()),
+                new Route("direct, statement cache off", db.baseUrl() + "?" + NO_CACHE),
                 new Route("PgBouncer (transaction mode), cache off",
                         "r2dbc:postgresql://" + db.user + "@127.0.0.1:" + pooler + "/bench?" + NO_CACHE));
         db.dropQueueTables();
