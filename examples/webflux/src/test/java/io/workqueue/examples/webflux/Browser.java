@@ -7,11 +7,16 @@ import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
+import java.net.http.HttpTimeoutException;
+import java.util.function.Consumer;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
+import org.openqa.selenium.TimeoutException;
+import org.openqa.selenium.WebDriverException;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.remote.http.ClientConfig;
 
 /**
  * Debian's headless Chromium, driven through its own chromedriver by Selenium, for the console's
@@ -24,6 +29,11 @@ import org.openqa.selenium.chrome.ChromeOptions;
 final class Browser {
     static final Path CHROMIUM = Path.of(System.getenv().getOrDefault("WORKQUEUE_CHROMIUM", "/usr/bin/chromium"));
     static final Path CHROMEDRIVER = Path.of(System.getenv().getOrDefault("WORKQUEUE_CHROMEDRIVER", "/usr/bin/chromedriver"));
+
+    /** How long a page load may take before chromedriver reports a timeout. */
+    static final Duration PAGE_LOAD_TIMEOUT = Duration.ofSeconds(30);
+    /** How long the client waits for chromedriver to answer any command. */
+    static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(45);
 
     private Browser() {}
 
@@ -53,9 +63,51 @@ final class Browser {
                 .usingDriverExecutable(CHROMEDRIVER.toFile())
                 .usingAnyFreePort()
                 .build();
-        ChromeDriver driver = new ChromeDriver(service, options);
-        driver.manage().timeouts().scriptTimeout(Duration.ofSeconds(30));
+        // Every command is bounded: chromedriver answers a page load that outlives its timeout
+        // with an error, and the client gives up on a chromedriver that does not answer at all.
+        ChromeDriver driver = new ChromeDriver(service, options, ClientConfig.defaultConfig().readTimeout(COMMAND_TIMEOUT));
+        driver.manage().timeouts().scriptTimeout(Duration.ofSeconds(30)).pageLoadTimeout(PAGE_LOAD_TIMEOUT);
         return driver;
+    }
+
+    /**
+     * Runs a navigation ({@code get}, {@code refresh}, {@code back}) and returns the driver to go on
+     * with. Debian's Chromium 156 with its chromedriver once left a {@code get} unanswered for
+     * minutes although the page had loaded (DevTools showed it, with its title; the service
+     * answered requests; chromedriver's own page-load timeout never fired), one run in about ten.
+     * That is the browser tooling, not the console, so a navigation that times out is retried once
+     * in a fresh browser, which loads {@code url} (where the navigation should have arrived); the
+     * caller's own checks of the page then decide. A second timeout fails the test.
+     */
+    static ChromeDriver navigate(ChromeDriver driver, Consumer<ChromeDriver> navigation, String url) {
+        try {
+            navigation.accept(driver);
+            return driver;
+        } catch (WebDriverException e) {
+            if (!timedOut(e)) {
+                throw e;
+            }
+            System.err.println("browser: a navigation to " + url + " timed out (" + e.getClass().getSimpleName()
+                    + "); retrying once in a fresh browser");
+            try {
+                driver.quit();
+            } catch (WebDriverException ignored) {
+                // quitting stops the chromedriver process whatever the session answers
+            }
+            ChromeDriver fresh = start();
+            fresh.get(url);
+            return fresh;
+        }
+    }
+
+    private static boolean timedOut(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof TimeoutException || t instanceof HttpTimeoutException
+                    || t instanceof java.util.concurrent.TimeoutException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -92,6 +92,17 @@ class ConsoleBrowserIT {
         }
     }
 
+    /** Opens {@code url}, in a fresh browser if the first try times out (see {@link Browser#navigate}). */
+    static void open(String url) {
+        driver = Browser.navigate(driver, d -> d.get(url), url);
+    }
+
+    /** Reloads the page (see {@link Browser#navigate}). */
+    static void reload() {
+        String url = driver.getCurrentUrl();
+        driver = Browser.navigate(driver, d -> d.navigate().refresh(), url);
+    }
+
     String console() {
         return "http://127.0.0.1:" + port + "/workqueue/";
     }
@@ -123,10 +134,10 @@ class ConsoleBrowserIT {
         stalledTiles(3);
         tiles.enqueueKeys(new TileKey("roads", 1, 1), new TileKey("roads", 1, 2)).block(WAIT);
 
-        driver.get(console());
+        open(console());
         loaded("queues");
         await().atMost(WAIT).until(() -> {
-            driver.navigate().refresh();
+            reload();
             loaded("queues");
             return "3".equals(cell(tiles.name(), 5)) && "2".equals(cell(tiles.name(), 6));
         });
@@ -147,7 +158,7 @@ class ConsoleBrowserIT {
     @Test
     @Order(2)
     void drillIntoTheStalledItemsRetryOneAndSeeTheWorkerCompleteIt() {
-        driver.get(console());
+        open(console());
         loaded("queues");
         WebElement stalledLink = (WebElement) driver.executeScript("""
                 const row = [...document.querySelectorAll('#queues tr.queue')].find(r => r.dataset.queue === arguments[0]);
@@ -166,17 +177,17 @@ class ConsoleBrowserIT {
         loaded("queue");
         await().atMost(WAIT).until(() -> driver.findElement(By.id("message")).getText().startsWith("Retried"));
 
-        driver.get(console() + "#/item?table=webflux_demo&queue=" + encode(tiles.name()) + "&key=" + encode(retried));
+        open(console() + "#/item?table=webflux_demo&queue=" + encode(tiles.name()) + "&key=" + encode(retried));
         loaded("item");
         await().atMost(WAIT).until(() -> {
-            driver.navigate().refresh();
+            reload();
             loaded("item");
             return driver.findElement(By.id("item-states")).getText().equals("completed");
         });
         assertThat(driver.findElement(By.id("item-stored-key")).getText()).isEqualTo(retried);
         assertThat(driver.findElement(By.id("item-error")).getText()).isEqualTo("—");
         Browser.screenshot(driver, "item");
-        driver.get(console() + "#/queue?table=webflux_demo&queue=" + encode(tiles.name()) + "&state=stalled");
+        open(console() + "#/queue?table=webflux_demo&queue=" + encode(tiles.name()) + "&state=stalled");
         loaded("queue");
         assertThat(driver.findElements(By.cssSelector("#items tr.item"))).hasSize(2);
     }
@@ -187,7 +198,7 @@ class ConsoleBrowserIT {
         hostile.enqueueKeys(HOSTILE_KEYS).block(WAIT);
         hostile.release(Duration.ZERO, new IllegalStateException(HOSTILE_ERROR), HOSTILE_KEYS.get(0)).block(WAIT);
 
-        driver.get(console());
+        open(console());
         loaded("queues");
         WebElement queueLink = (WebElement) driver.executeScript("""
                 const row = [...document.querySelectorAll('#queues tr.queue')].find(r => r.dataset.queue === arguments[0]);
@@ -207,13 +218,14 @@ class ConsoleBrowserIT {
 
         // Each key's detail page, reached by its link.
         for (int i = 0; i < HOSTILE_KEYS.size(); i++) {
+            String queuePage = driver.getCurrentUrl();
             WebElement link = driver.findElements(By.cssSelector("#items tr.item td.key a")).get(i);
             String key = link.getDomProperty("textContent");
             link.click();
             loaded("item");
             assertThat(driver.executeScript("return document.getElementById('item-stored-key').textContent")).isEqualTo(key);
             assertInert();
-            driver.navigate().back();
+            driver = Browser.navigate(driver, d -> d.navigate().back(), queuePage);
             loaded("queue");
         }
     }
@@ -240,7 +252,7 @@ class ConsoleBrowserIT {
         String body = "{\"table\":\"webflux_demo\",\"queue\":" + json(tiles.name()) + ",\"keys\":[" + json(stalledKey) + "]}";
 
         // Another origin: the same server under another host name.
-        driver.get("http://localhost:" + port + "/queue/stats");
+        open("http://localhost:" + port + "/queue/stats");
         @SuppressWarnings("unchecked")
         Map<String, Object> outcome = (Map<String, Object>) driver.executeAsyncScript("""
                 const [target, body, done] = arguments;
@@ -266,7 +278,7 @@ class ConsoleBrowserIT {
         new WebDriverWait(driver, WAIT).until(d -> driver.getCurrentUrl().equals(target));
         assertThat(driver.findElement(By.tagName("body")).getText()).contains("refused");
 
-        driver.get(console() + "#/item?table=webflux_demo&queue=" + encode(tiles.name()) + "&key=" + encode(stalledKey));
+        open(console() + "#/item?table=webflux_demo&queue=" + encode(tiles.name()) + "&key=" + encode(stalledKey));
         loaded("item");
         assertThat(driver.findElement(By.id("item-states")).getText()).isEqualTo("stalled");
         assertThat(driver.findElement(By.id("item-error")).getText()).isEqualTo("renderer ran out of memory on tile 1");
