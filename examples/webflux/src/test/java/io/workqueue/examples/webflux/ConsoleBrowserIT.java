@@ -97,6 +97,12 @@ class ConsoleBrowserIT {
         driver = Browser.navigate(driver, d -> d.get(url), url);
     }
 
+    /** Follows a link of the page (see {@link Browser#navigate}; a fresh browser opens its target). */
+    static void follow(WebElement link) {
+        String url = (String) driver.executeScript("return arguments[0].href", link);
+        driver = Browser.navigate(driver, d -> link.click(), url);
+    }
+
     /** Reloads the page (see {@link Browser#navigate}). */
     static void reload() {
         String url = driver.getCurrentUrl();
@@ -163,7 +169,7 @@ class ConsoleBrowserIT {
         WebElement stalledLink = (WebElement) driver.executeScript("""
                 const row = [...document.querySelectorAll('#queues tr.queue')].find(r => r.dataset.queue === arguments[0]);
                 return row.cells[5].querySelector('a');""", tiles.name());
-        stalledLink.click();
+        follow(stalledLink);
         loaded("queue");
 
         List<WebElement> rows = driver.findElements(By.cssSelector("#items tr.item"));
@@ -203,7 +209,7 @@ class ConsoleBrowserIT {
         WebElement queueLink = (WebElement) driver.executeScript("""
                 const row = [...document.querySelectorAll('#queues tr.queue')].find(r => r.dataset.queue === arguments[0]);
                 return row.cells[0].querySelector('a');""", hostile.name());
-        queueLink.click();
+        follow(queueLink);
         loaded("queue");
 
         @SuppressWarnings("unchecked")
@@ -221,7 +227,7 @@ class ConsoleBrowserIT {
             String queuePage = driver.getCurrentUrl();
             WebElement link = driver.findElements(By.cssSelector("#items tr.item td.key a")).get(i);
             String key = link.getDomProperty("textContent");
-            link.click();
+            follow(link);
             loaded("item");
             assertThat(driver.executeScript("return document.getElementById('item-stored-key').textContent")).isEqualTo(key);
             assertInert();
