@@ -1,7 +1,6 @@
 package io.workqueue;
 
 import io.r2dbc.spi.ConnectionFactory;
-import io.workqueue.internal.base.TableNames;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -327,10 +326,7 @@ public interface WorkQueueAdmin {
          * @throws UnsupportedDialectException if the connection factory is not PostgreSQL
          */
         public WorkQueueAdmin build() {
-            String prefixProblem = TableNames.prefixProblem(tablePrefix);
-            if (prefixProblem != null) {
-                throw new InvalidConfigException(prefixProblem);
-            }
+            WorkQueueConfig.validPrefix(tablePrefix);
             if (writeAttempts < 1) {
                 throw new InvalidConfigException("writeAttempts must be at least 1 but was " + writeAttempts);
             }

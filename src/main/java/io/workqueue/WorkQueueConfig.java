@@ -101,7 +101,11 @@ public final class WorkQueueConfig {
         return name;
     }
 
-    private static String validPrefix(@Nullable String tablePrefix) {
+    /**
+     * {@code tablePrefix}, unless it cannot make the table's names; the one check of a prefix in
+     * this package (the admin's builder uses it too).
+     */
+    static String validPrefix(@Nullable String tablePrefix) {
         if (tablePrefix == null) {
             throw new InvalidConfigException("tablePrefix must not be null; use \"\" for the default table");
         }

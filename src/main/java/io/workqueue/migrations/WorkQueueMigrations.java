@@ -60,7 +60,7 @@ public final class WorkQueueMigrations {
      */
     public static String tableName(String tablePrefix) {
         validatePrefix(tablePrefix);
-        return TableNames.rendered(tablePrefix) + TABLE_BASE_NAME;
+        return TableNames.table(tablePrefix);
     }
 
     /**

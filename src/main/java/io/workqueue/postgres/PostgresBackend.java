@@ -10,6 +10,7 @@ import io.workqueue.internal.MicrometerQueueMetrics;
 import io.workqueue.internal.QueueMetrics;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.scheduler.Scheduler;
@@ -41,7 +42,7 @@ public final class PostgresBackend implements WorkQueueBackend {
             WorkQueueConfig config = queue.config();
             settings.add(instance != null
                     ? PostgresWorkQueueAdmin.QueueSettings.of(instance)
-                    : PostgresWorkQueueAdmin.QueueSettings.of(java.util.Objects.requireNonNull(config, "config"),
+                    : PostgresWorkQueueAdmin.QueueSettings.of(Objects.requireNonNull(config, "config"),
                             queue.codec()));
         }
         return PostgresWorkQueueAdmin.create(connectionFactory, tablePrefix, settings, writeAttempts);

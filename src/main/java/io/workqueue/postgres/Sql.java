@@ -246,8 +246,8 @@ final class Sql {
                     OR EXCLUDED.available_at < q.available_at
                     OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at))
                 """.formatted(table);
-        this.enqueue = statement(notify ? "enqueue (notifying)" : "enqueue", P_QUEUE
-                + "\n$2 keys text[]: the stored keys, distinct\n$3 priorities int[]: one per key"
+        this.enqueue = statement(notify ? "enqueue (notifying)" : "enqueue", P_KEYS
+                + "\n$3 priorities int[]: one per key"
                 + "\n$4 delays bigint[]: one per key, in microseconds" + (notify ? "\n$5 channel text: to notify" : ""),
                 notify ? """
                 -- One statement, one transaction: the notification is delivered at commit, so no
@@ -395,7 +395,7 @@ final class Sql {
         for (Sql rendering : List.of(new Sql("", false, false), new Sql("", true, true))) {
             all.putAll(rendering.readable);
         }
-        all.put("horizon", "-- horizon\n--   (no parameters)\n" + HORIZON_WRITTEN.stripTrailing() + ";\n");
+        statement(all, "horizon", "(no parameters)", HORIZON_WRITTEN);
         all.putAll(new Inspection("").readable);
         StringBuilder out = new StringBuilder("""
                 -- Every statement reactive-workqueue runs, rendered for the default table

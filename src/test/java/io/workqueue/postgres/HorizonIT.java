@@ -34,12 +34,17 @@ class HorizonIT {
 
     /** Another session, in a transaction opened by {@code begin} and left open; returns its pid. */
     private static int openTransaction(Connection connection, String begin, String first) {
-        int pid = Mono.from(connection.createStatement("SELECT pg_backend_pid()").execute())
-                .flatMap(r -> Mono.from(r.map((row, meta) -> row.get(0, Integer.class))))
-                .block(WAIT);
+        int pid = pidOf(connection);
         Flux.from(connection.createStatement(begin).execute()).concatMap(r -> r.getRowsUpdated()).blockLast(WAIT);
         Flux.from(connection.createStatement(first).execute()).concatMap(r -> r.map((row, meta) -> 1)).blockLast(WAIT);
         return pid;
+    }
+
+    /** The backend pid of {@code connection}'s session. */
+    private static int pidOf(Connection connection) {
+        return Mono.from(connection.createStatement("SELECT pg_backend_pid()").execute())
+                .flatMap(r -> Mono.from(r.map((row, meta) -> row.get(0, Integer.class))))
+                .block(WAIT);
     }
 
     private static double ageOf(int pid) {
@@ -96,9 +101,7 @@ class HorizonIT {
         TestDatabase.execute("DELETE FROM " + bloated + " WHERE i % 2 = 0");
         Connection vacuuming = Mono.from(TestDatabase.plain().create()).block(WAIT);
         Connection pin = Mono.from(TestDatabase.plain().create()).block(WAIT);
-        int vacuumPid = Mono.from(vacuuming.createStatement("SELECT pg_backend_pid()").execute())
-                .flatMap(r -> Mono.from(r.map((row, meta) -> row.get(0, Integer.class))))
-                .block(WAIT);
+        int vacuumPid = pidOf(vacuuming);
         try {
             // A page a second at most: the vacuum outlives the test, which cancels it.
             Flux.just("SET vacuum_cost_delay = 100", "SET vacuum_cost_limit = 1")

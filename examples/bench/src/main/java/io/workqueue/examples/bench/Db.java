@@ -54,8 +54,13 @@ final class Db {
      * own arguments).
      */
     String url() {
-        String options = env("BENCH_R2DBC_OPTIONS", "");
+        String options = driverOptions();
         return baseUrl() + (options.isEmpty() ? "" : "?" + options);
+    }
+
+    /** The driver options {@code BENCH_R2DBC_OPTIONS} adds to {@link #url()}; empty when none. */
+    static String driverOptions() {
+        return env("BENCH_R2DBC_OPTIONS", "");
     }
 
     /** The database's R2DBC URL without options, for a benchmark that sets its own. */

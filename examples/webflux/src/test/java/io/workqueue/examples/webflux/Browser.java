@@ -100,6 +100,11 @@ final class Browser {
         }
     }
 
+    /** Opens {@code url} through {@link #navigate}; returns the driver to go on with. */
+    static ChromeDriver open(ChromeDriver driver, String url) {
+        return navigate(driver, d -> d.get(url), url);
+    }
+
     private static boolean timedOut(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause()) {
             if (t instanceof TimeoutException || t instanceof HttpTimeoutException

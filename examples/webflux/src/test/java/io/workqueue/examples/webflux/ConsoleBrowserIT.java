@@ -94,7 +94,7 @@ class ConsoleBrowserIT {
 
     /** Opens {@code url}, in a fresh browser if the first try times out (see {@link Browser#navigate}). */
     static void open(String url) {
-        driver = Browser.navigate(driver, d -> d.get(url), url);
+        driver = Browser.open(driver, url);
     }
 
     /** Follows a link of the page (see {@link Browser#navigate}; a fresh browser opens its target). */

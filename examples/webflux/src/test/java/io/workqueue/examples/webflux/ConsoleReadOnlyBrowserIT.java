@@ -59,7 +59,7 @@ class ConsoleReadOnlyBrowserIT {
         String base = "http://127.0.0.1:" + port + "/workqueue/";
 
         String delayed = base + "#/queue?table=webflux_demo&queue=" + ConsoleBrowserIT.encode(tiles.name()) + "&state=delayed";
-        driver = Browser.navigate(driver, d -> d.get(delayed), delayed);
+        driver = Browser.open(driver, delayed);
         new WebDriverWait(driver, WAIT).until(d -> "queue".equals(driver.executeScript("return document.body.dataset.loaded")));
         assertThat(driver.findElements(By.cssSelector("#items tr.item"))).hasSize(1);
         assertThat(driver.findElements(By.tagName("button"))).isEmpty();
