@@ -5,11 +5,15 @@ import io.workqueue.WorkQueueAdmin;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueAutoConfiguration;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueConnectionFactories;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueProperties;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -39,6 +43,10 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 @ConditionalOnBean(WorkQueueProperties.class)
 @ConditionalOnProperty(prefix = WorkQueueProperties.PREFIX, name = "console.enabled", havingValue = "true")
 public class WorkQueueConsoleAutoConfiguration {
+    private static final Logger log = LoggerFactory.getLogger(WorkQueueConsoleAutoConfiguration.class);
+
+    /** The first Reactor Netty whose HTTP server answers every request on a kept-alive connection. */
+    static final int[] FIRST_KEEP_ALIVE_SAFE_REACTOR_NETTY = {1, 3, 8};
 
     /** Creates the auto-configuration; Spring calls it. */
     public WorkQueueConsoleAutoConfiguration() {}
@@ -62,7 +70,51 @@ public class WorkQueueConsoleAutoConfiguration {
         });
         Map<String, WorkQueueAdmin> admins = new TreeMap<>();
         builders.forEach((prefix, builder) -> admins.put(prefix, builder.build()));
+        String warning = keepAliveWarning(reactorNettyHttpVersion());
+        if (warning != null) {
+            log.warn(warning);
+        }
         WorkQueueProperties.Console console = properties.getConsole();
         return new ConsoleHandlers(console.getPath(), console.isActionsEnabled(), admins, console.getStatsMaxAge()).routes();
+    }
+
+    /**
+     * Why the console's requests may hang on this Reactor Netty, or null when they do not (or the
+     * server is not Reactor Netty, or its version is unknown): every release before 1.3.8 tried
+     * (1.2.18, 1.3.0 to 1.3.7) stops reading a kept-alive connection after a request that arrived
+     * before the previous one finished (reactor/reactor-netty #4347, #4361). Spring Boot 4.0.7
+     * brings 1.3.6 unless told otherwise.
+     */
+    static @Nullable String keepAliveWarning(@Nullable String reactorNettyVersion) {
+        if (reactorNettyVersion == null) {
+            return null;
+        }
+        int[] version = new int[3];
+        String[] parts = reactorNettyVersion.split("[.-]");
+        try {
+            for (int i = 0; i < version.length; i++) {
+                version[i] = Integer.parseInt(parts[i]);
+            }
+        } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
+            return null;
+        }
+        if (Arrays.compare(version, FIRST_KEEP_ALIVE_SAFE_REACTOR_NETTY) >= 0) {
+            return null;
+        }
+        return "Reactor Netty " + reactorNettyVersion + " can stop answering a kept-alive HTTP connection"
+                + " (reactor/reactor-netty #4347, #4361): the work queue console's requests, like any others,"
+                + " may hang now and then. Use Reactor Netty 1.3.8 or later: import reactive-workqueue-bom, or"
+                + " under spring-boot-starter-parent set reactor-bom.version=2025.0.8 and netty.version=4.2.18.Final";
+    }
+
+    /** The version of Reactor Netty's HTTP server on the class path, or null when absent or unknown. */
+    private static @Nullable String reactorNettyHttpVersion() {
+        try {
+            Class<?> server = Class.forName("reactor.netty.http.server.HttpServer", false,
+                    WorkQueueConsoleAutoConfiguration.class.getClassLoader());
+            return server.getPackage().getImplementationVersion();
+        } catch (ClassNotFoundException | LinkageError e) {
+            return null;
+        }
     }
 }

@@ -107,4 +107,20 @@ class WorkQueueConsoleAutoConfigurationTest {
     private static RouterFunction<ServerResponse> routes(Object bean) {
         return (RouterFunction<ServerResponse>) bean;
     }
+
+    @Test
+    void reactorNettyBeforeTheKeepAliveFixIsNamedInAWarning() {
+        assertThat(WorkQueueConsoleAutoConfiguration.keepAliveWarning("1.3.6"))
+                .contains("Reactor Netty 1.3.6", "#4347", "1.3.8");
+        assertThat(WorkQueueConsoleAutoConfiguration.keepAliveWarning("1.3.7")).isNotNull();
+        assertThat(WorkQueueConsoleAutoConfiguration.keepAliveWarning("1.2.18")).isNotNull();
+        assertThat(WorkQueueConsoleAutoConfiguration.keepAliveWarning("1.3.8")).isNull();
+        assertThat(WorkQueueConsoleAutoConfiguration.keepAliveWarning("1.3.10")).isNull();
+        assertThat(WorkQueueConsoleAutoConfiguration.keepAliveWarning("1.4.0-M1")).isNull();
+        assertThat(WorkQueueConsoleAutoConfiguration.keepAliveWarning("2.0.0-SNAPSHOT")).isNull();
+        // Unknown: nothing said, rather than a warning that may be false.
+        assertThat(WorkQueueConsoleAutoConfiguration.keepAliveWarning(null)).isNull();
+        assertThat(WorkQueueConsoleAutoConfiguration.keepAliveWarning("unknown")).isNull();
+        assertThat(WorkQueueConsoleAutoConfiguration.keepAliveWarning("1.3")).isNull();
+    }
 }
