@@ -93,14 +93,13 @@ class KeepAliveIT {
     }
 
     private static String readHead(InputStream in) throws IOException {
-        ByteArrayOutputStream head = new ByteArrayOutputStream();
-        while (true) {
-            String line = readLine(in);
-            head.writeBytes((line + "\r\n").getBytes(StandardCharsets.ISO_8859_1));
-            if (line.isEmpty()) {
-                return head.toString(StandardCharsets.ISO_8859_1);
-            }
-        }
+        StringBuilder head = new StringBuilder();
+        String line;
+        do {
+            line = readLine(in);
+            head.append(line).append("\r\n");
+        } while (!line.isEmpty());
+        return head.toString();
     }
 
     private static String readLine(InputStream in) throws IOException {

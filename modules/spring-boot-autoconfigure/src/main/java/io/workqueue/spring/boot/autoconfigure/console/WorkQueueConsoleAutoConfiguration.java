@@ -86,16 +86,16 @@ public class WorkQueueConsoleAutoConfiguration {
      * brings 1.3.6 unless told otherwise.
      */
     static @Nullable String keepAliveWarning(@Nullable String reactorNettyVersion) {
-        if (reactorNettyVersion == null) {
+        String[] parts = reactorNettyVersion == null ? new String[0] : reactorNettyVersion.split("[.-]");
+        if (parts.length < 3) {
             return null;
         }
         int[] version = new int[3];
-        String[] parts = reactorNettyVersion.split("[.-]");
         try {
             for (int i = 0; i < version.length; i++) {
                 version[i] = Integer.parseInt(parts[i]);
             }
-        } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
+        } catch (NumberFormatException e) {
             return null;
         }
         if (Arrays.compare(version, FIRST_KEEP_ALIVE_SAFE_REACTOR_NETTY) >= 0) {
