@@ -39,7 +39,8 @@ record ClaimedRows(String[] keys, Integer[] priorities, Integer[] attempts, Inte
         for (int i = 0; i < n; i++) {
             order[i] = i;
         }
-        Comparator<Integer> claimOrder = Comparator.<Integer>comparingInt(i -> -priorities[i])
+        // Highest priority first, compared rather than negated: -Integer.MIN_VALUE overflows to itself.
+        Comparator<Integer> claimOrder = Comparator.<Integer>comparingInt(i -> priorities[i]).reversed()
                 .thenComparingLong(i -> availableMicros[i])
                 .thenComparing((a, b) -> CodePointOrder.compare(keys[a], keys[b]));
         Arrays.sort(order, claimOrder);

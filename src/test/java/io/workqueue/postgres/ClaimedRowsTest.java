@@ -25,6 +25,19 @@ class ClaimedRowsTest {
     }
 
     @Test
+    void everyIntPriorityIsOrderedHighestFirstTheExtremesIncluded() {
+        ClaimedRows rows = ClaimedRows.inClaimOrder(
+                new String[] {"min", "max", "zero", "minus-one", "one", "min+1", "max-1"},
+                new Integer[] {Integer.MIN_VALUE, Integer.MAX_VALUE, 0, -1, 1, Integer.MIN_VALUE + 1,
+                        Integer.MAX_VALUE - 1},
+                new Integer[] {1, 1, 1, 1, 1, 1, 1},
+                new Integer[] {0, 0, 0, 0, 0, 0, 0},
+                new Long[] {1L, 1L, 1L, 1L, 1L, 1L, 1L});
+
+        assertArrayEquals(new String[] {"max", "max-1", "one", "zero", "minus-one", "min+1", "min"}, rows.keys());
+    }
+
+    @Test
     void keysCompareByCodePointAsCollateCDoesNotByUtf16Units() {
         // U+FF5E is one UTF-16 unit above the surrogates of U+1F600 but a lower code point.
         String fullwidth = "\uFF5E";
