@@ -345,6 +345,42 @@ SELECT count(*) AS completed,
     (SELECT count(*) FROM rearmed) AS rearmed
 FROM done;
 
+-- lookBehindCursors
+--   $1 queue text: the logical queue's name
+--   $2 attempt limit int: 0 means unlimited
+-- Read only, and run only by a look, never by a caller's claim: it walks each band
+-- from its head, through whatever history a held horizon keeps there, to the band's
+-- first due item. One index descent per band that has something due: each step
+-- seeks to the bands below the one found last and stops at the first due item there.
+WITH RECURSIVE found AS (
+    (SELECT priority, available_at
+     FROM work_queue_items
+     WHERE queue_name = $1::text AND completed_at IS NULL
+         AND lease_until <= now()
+         AND available_at <= now()
+         AND ($2::int = 0 OR attempts < $2::int)
+     ORDER BY priority DESC, available_at, item_key
+     LIMIT 1)
+    UNION ALL
+    SELECT next.priority, next.available_at
+    FROM found
+    CROSS JOIN LATERAL (
+        SELECT priority, available_at
+        FROM work_queue_items
+        WHERE queue_name = $1::text AND priority < found.priority AND completed_at IS NULL
+            AND lease_until <= now()
+            AND available_at <= now()
+            AND ($2::int = 0 OR attempts < $2::int)
+        ORDER BY priority DESC, available_at, item_key
+        LIMIT 1
+    ) AS next
+)
+SELECT
+    array_agg(priority) AS priorities,
+    array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint) AS first_due_us,
+    (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us
+FROM found;
+
 -- releaseKeys
 --   $1 queue text: the logical queue's name
 --   $2 keys text[]: the stored keys, distinct

@@ -216,13 +216,16 @@ public interface ReactiveWorkQueue<K> {
     /**
      * Leases up to {@code limit} due items in one statement, ordered by priority (highest first),
      * then availability, then key. Each priority band is read from where this instance's last
-     * claim ended, so claims do not walk history a held MVCC horizon keeps; what became due behind
+     * claim ended, so claims do not walk history a held MVCC horizon keeps. What became due behind
      * that point (a lapsed lease, a transactional enqueue committed late, a raised priority, a band
-     * only other processes write) is handed out by the instance's next sweep, a claim from the head
-     * in exact order, run at least every 200 ms but at most 1/50 of the claim time (README,
+     * only other processes write, the database clock stepping back) is found by the instance's next
+     * look behind its cursors, a read in the background that locks nothing and runs at least every
+     * 200 ms while the instance claims, spaced twenty times its own duration; the claims after it
+     * hand those items out first, in claim order, claim after claim until none is left (README,
      * "Guarantees"). {@code limit <= 0} or above {@link WorkQueueConfig#maxClaimBatch()} means
-     * {@code maxClaimBatch}. Rows locked by a concurrent claimer are skipped and replaced, so a
-     * short batch means the queue is nearly drained. A lease longer than {@link #MAX_DURATION} is
+     * {@code maxClaimBatch}: the cap is per call. Rows locked by a concurrent claimer are skipped
+     * and replaced, so a short batch means that nothing more was due in claim order from this
+     * instance's cursors, except what its next look finds. A lease longer than {@link #MAX_DURATION} is
      * one of {@code MAX_DURATION}. A claim that PostgreSQL aborts as a deadlock (possible, rarely,
      * when a row's updater commits as the claim meets it) leased nothing and is retried like a
      * write.
@@ -230,13 +233,15 @@ public interface ReactiveWorkQueue<K> {
      * <p><b>Claims merge.</b> At most two leasing statements (this, or {@link #completeAndClaim})
      * are in flight per queue instance; claims for the same lease that arrive while both run ride
      * the next statement together, their limits added up (within
-     * {@link WorkQueueConfig#maxWriteBatch()}), and each gets its own items, in claim order, as many
-     * as it asked for. So however many loops of a process claim, they never race each other over
+     * {@link WorkQueueConfig#maxWriteBatch()}, so one merged statement may lease more than
+     * {@code maxClaimBatch}, never more than {@code maxWriteBatch}), and each gets its own items, in
+     * claim order, as many as it asked for. So however many loops of a process claim, they never race each other over
      * the same rows, and they share one statement's cost.
      *
      * <p>Cold: subscribing submits the claim to the leasing group commit; the {@code Mono} emits
      * the leased items (an empty list when nothing is due, never an error) on a driver thread.
-     * Errors: {@code IllegalArgumentException} for a lease that is not positive or {@code null};
+     * Errors: {@code IllegalArgumentException} for a lease under one microsecond (the database
+     * clock's resolution: a shorter lease would end as it began) or {@code null};
      * {@link WriteTimeoutException} when the statement does not finish within
      * {@link WorkQueueConfig#writeTimeout()} (it is cancelled on the server: it leased nothing, or
      * its leases lapse); the statement's own failure otherwise.
@@ -249,7 +254,7 @@ public interface ReactiveWorkQueue<K> {
      *
      * @param limit the most items to lease; 0 or less, or more than {@code maxClaimBatch}, means
      *              {@code maxClaimBatch}
-     * @param lease how long the items are leased, on the database clock; positive
+     * @param lease how long the items are leased, on the database clock; at least one microsecond
      * @return a cold {@code Mono} of the leased items, in claim order
      */
     Mono<List<Item<K>>> claim(int limit, Duration lease);
@@ -268,7 +273,7 @@ public interface ReactiveWorkQueue<K> {
      *
      * <p>Cold: subscribing submits the request to the leasing group commit; the {@code Mono} emits
      * the leased items (possibly none) on a driver thread once the transaction has committed.
-     * Errors: {@code IllegalArgumentException} for a lease that is not positive;
+     * Errors: {@code IllegalArgumentException} for a lease under one microsecond or {@code null};
      * {@code NullPointerException} for a {@code null} collection; {@link InvalidKeyException} for
      * a key that cannot be stored (nothing is completed or claimed); {@link WriteTimeoutException}
      * past {@link WorkQueueConfig#writeTimeout()} (outcome unknown: the completion may have
@@ -277,7 +282,7 @@ public interface ReactiveWorkQueue<K> {
      *
      * @param completed the keys to complete first; unknown and completed keys are ignored
      * @param limit     the most items to lease, as in {@link #claim}
-     * @param lease     how long the items are leased; positive
+     * @param lease     how long the items are leased; at least one microsecond
      * @return a cold {@code Mono} of the leased items, in claim order
      */
     Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease);
@@ -362,8 +367,9 @@ public interface ReactiveWorkQueue<K> {
 
     /**
      * An endless stream of leased items paced by demand: it never leases more items than downstream
-     * has requested and not yet received, capped per statement by
-     * {@link WorkQueueConfig#maxClaimBatch()}. When a claim comes back short it waits with
+     * has requested and not yet received, capped per claim by
+     * {@link WorkQueueConfig#maxClaimBatch()} (claims of several streams of one instance may ride
+     * one statement, as {@link #claim} describes). When a claim comes back short it waits with
      * {@link #awaitWork(Duration) awaitWork(poll)} before claiming again. A stored key the codec
      * can no longer decode is set aside, never emitted (see {@link KeyDecodingException}).
      * {@code lease} and {@code poll} follow the rules of {@link #claim} and {@link #awaitWork}.
@@ -373,7 +379,7 @@ public interface ReactiveWorkQueue<K> {
      * connection, no connection from the pool in time, a server that turned read-only, SQLSTATE
      * 25006, 40001, 40P01; only the driver's, the pool's and the network's own failures count) is
      * logged and retried with bounded exponential back-off, and the stream continues; any other
-     * error terminates it, and so does a lease or poll that is not positive
+     * error terminates it, and so does a lease under one microsecond or a poll that is not positive
      * ({@code IllegalArgumentException}). A claim with no answer within {@code lease} is abandoned
      * (its connection closed) and counts as transient: a connection that went half-open (a network
      * cut) gives no other sign, and its answer could only hand out leases that have lapsed.
@@ -387,7 +393,7 @@ public interface ReactiveWorkQueue<K> {
      * drops lapses unprocessed. For one item use {@code claim(1, lease)}; for a few, {@code take(n)}
      * (which requests only {@code n}) or {@code limitRate(n)}.
      *
-     * @param lease how long each item is leased; positive
+     * @param lease how long each item is leased; at least one microsecond
      * @param poll  the longest wait between claims while the queue is empty; positive
      * @return a cold, endless {@code Flux} of leased items
      */
@@ -531,8 +537,9 @@ public interface ReactiveWorkQueue<K> {
      * What is holding back the database's MVCC horizon, read in one statement on the database
      * clock; see {@link Horizon}. A transaction kept open for long (a session left idle in
      * transaction, a long report, {@code pg_dump}) keeps every row version the queue's churn leaves
-     * behind: the table and its indexes grow, and sweeps and reaps, which read from the head of an
-     * index, slow down while it lasts (claims read from cursors and do not): call this beside
+     * behind: the table and its indexes grow, and looks behind the claim cursors and reaps, which
+     * read from the head of an index, slow down while it lasts (claims read from cursors and do not;
+     * looks are spaced by their own cost, so what lies behind the cursors waits longer): call this beside
      * {@link #stats()} and alert on {@link Horizon#oldestTransactionAge()}. Logs a WARN, at most
      * once a minute per instance, while it is older than {@link WorkQueueConfig#horizonWarning()},
      * and feeds the {@code workqueue.horizon.age} gauge. Seeing other roles' sessions needs
@@ -547,11 +554,13 @@ public interface ReactiveWorkQueue<K> {
     Mono<Horizon> horizon();
 
     /**
-     * Waits for work: completes when a wakeup arrives from the builder's wakeup source, or when
-     * {@code poll} elapses, whichever comes first. Wakeups complete waits at most once per
-     * {@link WorkQueueConfig#minWakeInterval()} on this instance: a wake inside the floor is held
-     * for the rest of the interval, not dropped, and a wake that arrives while nobody waits is kept
-     * for the next wait. Without a wakeup source it is a plain delay. A poll longer than
+     * Waits for work: completes when a wakeup arrives from the builder's wakeup source, or when this
+     * instance finds work no wakeup announced (items that became due behind its claim cursors,
+     * such as leases that lapsed), or when {@code poll} elapses, whichever comes first. Wakeups
+     * complete waits at most once per {@link WorkQueueConfig#minWakeInterval()} on this instance: a
+     * wake inside the floor is held for the rest of the interval, not dropped, and a wake that
+     * arrives while nobody waits is kept for the next wait. Without a wakeup source only the
+     * instance's own wakes end a wait early. A poll longer than
      * {@link #MAX_DURATION} is one of {@code MAX_DURATION}.
      *
      * <p>Cold: each subscription starts its own wait (the first one also subscribes to the wakeup

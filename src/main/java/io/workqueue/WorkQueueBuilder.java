@@ -64,8 +64,9 @@ public final class WorkQueueBuilder<K> {
      * Sets a source of "there may be work" signals that ends {@link ReactiveWorkQueue#awaitWork}
      * early; any element counts, its value is ignored. Typically a
      * {@code PgNotificationListener}'s {@code wakeups()}. It is subscribed once, on the first wait,
-     * and its completion or error only stops wakeups (the poll still runs). Without one, waits are
-     * plain delays.
+     * and its completion or error only stops wakeups (the poll still runs). Without one, waits end
+     * at their poll, or when the instance itself finds work (see
+     * {@link ReactiveWorkQueue#awaitWork}).
      *
      * @param wakeups the wakeup source
      * @return this builder

@@ -62,6 +62,19 @@ public final class WorkQueueMeters {
     public static final String CLAIM_BATCH_SIZE = "workqueue.claim.batch.size";
     /** Timer: one claim statement, connection acquisition included. */
     public static final String CLAIM_LATENCY = "workqueue.claim.latency";
+    /**
+     * Timer: one look behind the instance's claim cursors (the background read that finds what became
+     * due behind them: lapsed leases, late commits, bands other instances write), the statement's
+     * own run. Looks are spaced twenty times their duration, so a growing look time (a held
+     * horizon's history at the heads of the bands) means a growing wait for what lies behind the
+     * cursors.
+     */
+    public static final String CLAIM_LOOK = "workqueue.claim.look";
+    /**
+     * Counter: bands in which a look found something due behind the instance's claim cursors (or
+     * that the instance did not know); the claims that follow hand those items out first.
+     */
+    public static final String CLAIM_LOOK_FOUND = "workqueue.claim.look.found";
     /** Distribution summary: distinct keys per group-committed enqueue write. */
     public static final String ENQUEUE_FLUSH_SIZE = "workqueue.enqueue.flush.size";
     /**

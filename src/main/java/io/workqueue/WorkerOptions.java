@@ -40,7 +40,11 @@ public final class WorkerOptions {
             throw new InvalidConfigException("concurrency must be at least 1 but was " + b.concurrency);
         }
         this.concurrency = b.concurrency;
-        this.lease = Durations.capped(requirePositive("lease", b.lease));
+        String leaseProblem = Durations.leaseProblem(b.lease);
+        if (leaseProblem != null) {
+            throw new InvalidConfigException(leaseProblem);
+        }
+        this.lease = Durations.capped(Objects.requireNonNull(b.lease));
         this.poll = Durations.capped(requirePositive("poll", b.poll));
         if (b.claimBatch < 1) {
             throw new InvalidConfigException("claimBatch must be at least 1 but was " + b.claimBatch);
@@ -215,7 +219,8 @@ public final class WorkerOptions {
         }
 
         /**
-         * Sets the lease each claim takes; default 30 s, positive. Longer than
+         * Sets the lease each claim takes; default 30 s, at least 1 microsecond (the database
+         * clock's resolution: a shorter lease would end as it began). Longer than
          * {@link ReactiveWorkQueue#MAX_DURATION} is taken as {@code MAX_DURATION}.
          *
          * @param lease the lease per claim

@@ -43,6 +43,17 @@ class WorkerOptionsTest {
     }
 
     @Test
+    void aLeaseUnderAMicrosecondIsRefusedSayingWhyAndOneMicrosecondIsAccepted() {
+        for (Duration bad : List.of(Duration.ofNanos(1), Duration.ofNanos(999))) {
+            InvalidConfigException refused = assertThrows(InvalidConfigException.class,
+                    () -> WorkerOptions.builder().lease(bad).build());
+            assertEquals("lease must be at least 1 microsecond, the database clock's resolution, but was " + bad,
+                    refused.getMessage());
+        }
+        assertEquals(Duration.ofNanos(1_000), WorkerOptions.builder().lease(Duration.ofNanos(1_000)).build().lease());
+    }
+
+    @Test
     void theDefaultsAreThoseOfTheJavadoc() {
         WorkerOptions options = WorkerOptions.builder().build();
         assertEquals(16, options.concurrency());

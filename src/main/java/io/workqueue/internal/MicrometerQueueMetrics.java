@@ -32,6 +32,8 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     private final Counter writeRetries;
     private final DistributionSummary claimBatchSize;
     private final Timer claimLatency;
+    private final Timer claimLook;
+    private final Counter claimLookFound;
     private final DistributionSummary flushSize;
     /** One timer per outcome, all registered up front so a dashboard sees zeros, not gaps. */
     private final Map<WriteOutcome, Timer> flushLatency = new EnumMap<>(WriteOutcome.class);
@@ -57,6 +59,10 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
                 .description("items leased per claim").baseUnit("items").tags(tags).register(registry);
         claimLatency = Timer.builder(WorkQueueMeters.CLAIM_LATENCY)
                 .description("one claim statement").tags(tags).register(registry);
+        claimLook = Timer.builder(WorkQueueMeters.CLAIM_LOOK)
+                .description("one look behind the claim cursors").tags(tags).register(registry);
+        claimLookFound = counter(registry, WorkQueueMeters.CLAIM_LOOK_FOUND,
+                "bands in which a look found items due behind the claim cursors", tags);
         flushSize = DistributionSummary.builder(WorkQueueMeters.ENQUEUE_FLUSH_SIZE)
                 .description("distinct keys per group-committed write").baseUnit("keys").tags(tags).register(registry);
         for (WriteOutcome outcome : WriteOutcome.values()) {
@@ -124,6 +130,12 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
         reclaimed.increment(reclaimedItems);
         claimBatchSize.record(items);
         claimLatency.record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public void looked(long nanos, int bandsOpened) {
+        claimLook.record(nanos, TimeUnit.NANOSECONDS);
+        claimLookFound.increment(bandsOpened);
     }
 
     @Override

@@ -27,6 +27,12 @@ public interface QueueMetrics {
     /** A claim leased {@code items}, {@code reclaimed} of them over lapsed leases, in {@code nanos}. */
     default void claimed(int items, int reclaimed, long nanos) {}
 
+    /**
+     * A look behind the claim cursors ran for {@code nanos} and found something due behind the
+     * cursors of {@code bandsOpened} bands.
+     */
+    default void looked(long nanos, int bandsOpened) {}
+
     /** {@code count} items completed. */
     default void completed(long count) {}
 

@@ -29,6 +29,9 @@ public final class SqlStates {
      */
     public static final String READ_ONLY_SQL_TRANSACTION = "25006";
 
+    /** {@code lock_not_available}: a lock was not granted within {@code lock_timeout}. */
+    public static final String LOCK_NOT_AVAILABLE = "55P03";
+
     /** Server going away under us: admin shutdown, crash shutdown, cannot connect now. */
     private static final Set<String> SERVER_GONE = Set.of("57P01", "57P02", "57P03");
 

@@ -18,8 +18,8 @@ import reactor.core.publisher.MonoSink;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * Turns a stream of "there may be work" signals into completions of {@code awaitWork}, at most one
- * release per {@code minInterval}.
+ * Turns a stream of "there may be work" signals, and the instance's own {@link #wake}s, into
+ * completions of {@code awaitWork}, at most one release per {@code minInterval}.
  *
  * <p>A wake that arrives inside the floor is held and released when the floor ends; a wake that
  * arrives while nobody waits is latched for the next wait. Either way the last wake of a burst is
@@ -45,7 +45,8 @@ public final class WakeGate {
     private @Nullable Disposable heldRelease;
 
     /**
-     * @param source      wakeup signals, or {@code null} for none (waits are plain delays)
+     * @param source      wakeup signals, or {@code null} for none (waits then end at their poll or
+     *                    at a {@link #wake})
      * @param minInterval the floor between two releases; longer than
      *                    {@link io.workqueue.ReactiveWorkQueue#MAX_DURATION} is that maximum
      * @param timer       the clock and scheduler for polls and held wakes
@@ -65,9 +66,6 @@ public final class WakeGate {
     public Mono<Void> await(Duration poll) {
         // Reactor's timers take a long of nanoseconds, which a longer poll would overflow.
         Duration bounded = Durations.capped(poll);
-        if (source == null) {
-            return Mono.delay(bounded, timer).then();
-        }
         Mono<Void> wake = Mono.create(sink -> {
             boolean now;
             synchronized (this) {
@@ -94,6 +92,15 @@ public final class WakeGate {
             }
         });
         return Mono.firstWithSignal(wake, Mono.delay(bounded, timer).then());
+    }
+
+    /**
+     * A wake from within the instance, with or without a source: there is work that no notification
+     * announced (a look found items due behind the claim cursors). Held and latched like any other
+     * wake.
+     */
+    public void wake() {
+        onWake();
     }
 
     private void connectIfNeeded() {

@@ -1,14 +1,15 @@
 package io.workqueue.postgres;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentNavigableMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -23,22 +24,33 @@ import java.util.concurrent.atomic.AtomicLong;
  * what arrived since the previous claim, plus a fixed slack.
  *
  * <p>A cursor is an {@code available_at} (in microseconds since the epoch, on the database clock)
- * below which a band held nothing claimable at the last claim that read it: every band a claim
- * scanned to its end moves to that claim's {@code now()} less {@link #SLACK_MICROS}; the band the
- * claim's limit stopped in moves to the last item it handed out (or that slack bound, whichever is
- * earlier). Cursors only move forward.
+ * below which a band held nothing due when it was last read. Claims move cursors forward: every band
+ * a claim scanned to its end moves to that claim's {@code now()} less {@link #SLACK_MICROS}; the band
+ * the claim's limit stopped in moves to the last item it handed out (or that slack bound, whichever
+ * is earlier).
  *
- * <p>What a cursor can miss, because it became claimable behind it: a lease that lapsed, a write
- * that committed more than the slack after its transaction began (a long transactional enqueue),
- * a claim that rolled back, a priority raised on a pending item, and a band this instance has not
- * seen yet (another process enqueued a new priority). A <em>sweep</em> finds all of them: an
- * ordinary claim from the head of the index, in exact claim order. Sweeps run at most every
- * {@link #MIN_SWEEP_INTERVAL_NANOS}, and never more often than {@link #SWEEP_COST_FACTOR} times the
- * last sweep's duration, so however much history a held horizon leaves, sweeping takes at most
- * about 2 % of the claim path's time. One sweep runs at a time per instance. With more than
- * {@link #MAX_BANDS} bands known, every claim reads from the head.
+ * <p>Claims alone would miss what becomes due behind a cursor: a lease that lapsed, a write that
+ * committed more than the slack after its transaction began (a long transactional enqueue), a claim
+ * that rolled back, a priority raised on a pending item, a band this instance has not seen (another
+ * process enqueued a new priority), the database clock stepping back. A <em>look</em>
+ * ({@link CursorLook}) finds all of them: a read of the first due item of every band, from the head
+ * of the index, locking nothing. {@link #looked} moves each band's cursor to that item: back, if it
+ * lies behind, so that the claims that follow hand out everything behind the cursor, claim after
+ * claim, in claim order, before anything newer in the band; forward, if it lies ahead, so that
+ * claims skip what the look walked. Until the first look ends, claims read from the head.
  *
- * <p>Thread-safe and lock-free: claims from many loops update it concurrently.
+ * <p>A look and a claim may interleave. A claim that read a band from a cursor a look has since moved
+ * back may not move it forward again: its snapshot may predate what the look found. Each move back
+ * gives the cursor a new <em>generation</em>, and a claim moves a cursor only if it is still at the
+ * generation the claim read it at.
+ *
+ * <p>A band nobody used (claimed from, found due by a look, enqueued into) for
+ * {@link #IDLE_BAND_NANOS} is forgotten, except the band used last; the next look finds it again if
+ * it has something due. With more than {@link #MAX_BANDS} bands known, every claim reads from the
+ * head.
+ *
+ * <p>Thread-safe and lock-free: claims from many loops and a look update it concurrently; each band's
+ * cursor changes atomically.
  */
 final class ClaimCursors {
     /**
@@ -47,25 +59,19 @@ final class ClaimCursors {
      * takes milliseconds). The cost is the entries of that window, re-read by every claim.
      */
     static final long SLACK_MICROS = 500_000;
-    /** The least time between two sweeps of one instance. */
-    static final long MIN_SWEEP_INTERVAL_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
-    /** The next sweep waits this many times the last one's duration: sweeps cost at most 1/50. */
-    static final int SWEEP_COST_FACTOR = 50;
 
     /**
      * The most bands a claim reads from cursors: each costs the claim one index seek, so with more
      * distinct priorities in use than this (priorities made from timestamps, say) every claim reads
-     * from the head instead, as before cursors.
+     * from the head instead.
      */
     static final int MAX_BANDS = 32;
 
-    /** The plan of one claim: from the head of the index ({@code sweep}), or from these bands' cursors. */
-    record Plan(boolean sweep, Integer[] priorities, Long[] fromMicros) {
-        /** The scheduled sweep: {@link #sweepEnded} must follow it. */
-        static final Plan SWEEP = new Plan(true, new Integer[0], new Long[0]);
-        /** A claim from the head outside the sweep schedule: too many bands for cursors. */
-        static final Plan FROM_HEAD = new Plan(true, new Integer[0], new Long[0]);
-    }
+    /** How long a band may go unused before it is forgotten. */
+    static final long IDLE_BAND_NANOS = TimeUnit.MINUTES.toNanos(1);
+
+    /** How often, at most, {@link #plan} looks for bands to forget. */
+    private static final long FORGET_CHECK_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     /**
      * The cursor of a band read from its head: about 4370 BC, before any {@code available_at} the
@@ -73,80 +79,164 @@ final class ClaimCursors {
      */
     static final long HEAD = -200_000_000_000_000_000L;
 
+    /** A band's cursor: where claims start reading it, the move back that put it there, its last use. */
+    record Cursor(long fromMicros, long generation, long usedNanos) {}
+
+    /**
+     * The plan of one claim: from the head of the index ({@code fromHead}), or from these bands'
+     * cursors, at these generations, highest priority first.
+     */
+    record Plan(boolean fromHead, Integer[] priorities, Long[] fromMicros, long[] generations) {
+        static final Plan FROM_HEAD = new Plan(true, new Integer[0], new Long[0], new long[0]);
+    }
+
     /** Band to cursor, highest priority first (claim order). */
-    private final ConcurrentNavigableMap<Integer, Long> cursors =
+    private final ConcurrentNavigableMap<Integer, Cursor> cursors =
             new ConcurrentSkipListMap<>(Collections.reverseOrder());
-    private final AtomicBoolean sweeping = new AtomicBoolean();
-    /** {@code System.nanoTime()} from which the next sweep may run. */
-    private final AtomicLong nextSweepNanos;
+    private final AtomicLong generations = new AtomicLong();
+    private final AtomicLong lastForgetCheck;
+    /** Whether a look has ended: before that, claims read from the head. */
+    private volatile boolean looked;
 
     ClaimCursors(long nowNanos) {
-        this.nextSweepNanos = new AtomicLong(nowNanos);
+        this.lastForgetCheck = new AtomicLong(nowNanos);
+    }
+
+    /** The next claim's plan. */
+    Plan plan(long nowNanos) {
+        forgetIdleBands(nowNanos);
+        if (!looked || cursors.size() > MAX_BANDS) {
+            return Plan.FROM_HEAD;
+        }
+        List<Integer> priorities = new ArrayList<>(cursors.size());
+        List<Long> from = new ArrayList<>(cursors.size());
+        List<Long> generationsRead = new ArrayList<>(cursors.size());
+        for (Map.Entry<Integer, Cursor> band : cursors.entrySet()) {
+            priorities.add(band.getKey());
+            from.add(band.getValue().fromMicros());
+            generationsRead.add(band.getValue().generation());
+        }
+        return new Plan(false, priorities.toArray(Integer[]::new), from.toArray(Long[]::new),
+                generationsRead.stream().mapToLong(Long::longValue).toArray());
     }
 
     /**
-     * The next claim's plan. {@link Plan#SWEEP} is handed to one caller at a time, and that caller
-     * must call {@link #sweepEnded} however the claim ends.
+     * A band this instance writes to: its claims read it from the head until a claim or a look moves
+     * its cursor; a band already known is marked used.
      */
-    Plan plan(long nowNanos) {
-        if (nowNanos - nextSweepNanos.get() >= 0 && sweeping.compareAndSet(false, true)) {
-            return Plan.SWEEP;
-        }
-        if (cursors.size() > MAX_BANDS) {
-            return Plan.FROM_HEAD;
-        }
-        List<Integer> priorities = new ArrayList<>();
-        List<Long> from = new ArrayList<>();
-        for (Map.Entry<Integer, Long> band : cursors.entrySet()) {
-            priorities.add(band.getKey());
-            from.add(band.getValue());
-        }
-        return new Plan(false, priorities.toArray(Integer[]::new), from.toArray(Long[]::new));
-    }
-
-    /** Ends the sweep {@link #plan} handed out, however it ended, after {@code tookNanos}. */
-    void sweepEnded(long endNanos, long tookNanos) {
-        long wait = Math.max(MIN_SWEEP_INTERVAL_NANOS, SWEEP_COST_FACTOR * Math.max(tookNanos, 0));
-        nextSweepNanos.set(endNanos + wait);
-        sweeping.set(false);
-    }
-
-    /** A band this instance writes to: its claims read it from the head until a claim reads it. */
-    void bandSeen(int priority) {
-        cursors.putIfAbsent(priority, HEAD);
+    void bandSeen(int priority, long nowNanos) {
+        cursors.compute(priority, (band, cursor) -> cursor == null
+                ? new Cursor(HEAD, generations.incrementAndGet(), nowNanos)
+                : new Cursor(cursor.fromMicros(), cursor.generation(), nowNanos));
     }
 
     /**
      * Moves cursors after a claim under {@code plan} that asked for {@code limit} and leased the
-     * items with these priorities and {@code available_at}s, in claim order, at {@code nowMicros}.
+     * items with these priorities and {@code available_at}s, in claim order, at {@code nowMicros}
+     * on the database clock.
      */
-    void claimed(Plan plan, int limit, Integer[] priorities, Long[] availableMicros, long nowMicros) {
-        long exhausted = nowMicros - SLACK_MICROS;
+    void claimed(Plan plan, int limit, Integer[] priorities, Long[] availableMicros, long nowMicros, long nowNanos) {
         int n = priorities.length;
+        Integer previous = null;
         for (Integer priority : priorities) {
-            bandSeen(priority);
-        }
-        // Claim order is priority first: every band above the one the limit stopped in was read to
-        // its end. Under the limit, every band read was.
-        boolean stoppedByLimit = n > 0 && n >= limit;
-        int stoppedIn = stoppedByLimit ? priorities[n - 1] : Integer.MIN_VALUE;
-        Iterable<Integer> read = plan.sweep() ? cursors.keySet() : Arrays.asList(plan.priorities());
-        for (Integer band : read) {
-            if (!stoppedByLimit || band > stoppedIn) {
-                advance(band, exhausted);
+            if (!priority.equals(previous)) {
+                bandSeen(priority, nowNanos);
+                previous = priority;
             }
         }
-        if (stoppedByLimit) {
-            advance(stoppedIn, Math.min(availableMicros[n - 1], exhausted));
+        if (plan.fromHead()) {
+            return; // it read no cursor; the next look places them
+        }
+        long exhausted = nowMicros - SLACK_MICROS;
+        // Claim order is priority first: every band above the one the limit stopped in was read to
+        // its end, the bands below it not at all. Under the limit, every band read was.
+        boolean stoppedByLimit = n > 0 && n >= limit;
+        int stoppedIn = stoppedByLimit ? priorities[n - 1] : 0;
+        for (int i = 0; i < plan.priorities().length; i++) {
+            int band = plan.priorities()[i];
+            if (stoppedByLimit && band < stoppedIn) {
+                break; // the plan lists bands highest first: none after this one was read
+            }
+            long to = stoppedByLimit && band == stoppedIn ? Math.min(availableMicros[n - 1], exhausted) : exhausted;
+            long generation = plan.generations()[i];
+            cursors.computeIfPresent(band, (b, cursor) -> cursor.generation() == generation && to > cursor.fromMicros()
+                    ? new Cursor(to, generation, cursor.usedNanos())
+                    : cursor);
         }
     }
 
-    private void advance(int band, long to) {
-        cursors.merge(band, to, Math::max);
+    /**
+     * Places the cursors after a look, at {@code nowMicros} on the database clock, found the first
+     * due item of each band in {@code priorities} at {@code firstDueMicros}, and nothing due in any
+     * other band: a band found moves back to its first due item if that lies behind the cursor,
+     * under a new generation, and otherwise forward to it, but no further than the look's
+     * {@code now()} less the slack; a band known but not found moves forward to that bound.
+     *
+     * @return how many bands the look opened: found behind their cursor, or not known before; only
+     *         those hold anything claims reading from the cursors would not have handed out
+     */
+    int looked(Integer[] priorities, Long[] firstDueMicros, long nowMicros, long nowNanos) {
+        int opened = 0;
+        long exhausted = nowMicros - SLACK_MICROS;
+        Set<Integer> found = new HashSet<>();
+        for (int i = 0; i < priorities.length; i++) {
+            long firstDue = firstDueMicros[i];
+            found.add(priorities[i]);
+            boolean[] movedBack = {false};
+            cursors.compute(priorities[i], (band, cursor) -> {
+                movedBack[0] = cursor == null || firstDue < cursor.fromMicros();
+                // Forward, never past the slack: what the look could not see yet may still land there.
+                return movedBack[0]
+                        ? new Cursor(firstDue, generations.incrementAndGet(), nowNanos)
+                        : new Cursor(Math.max(cursor.fromMicros(), Math.min(firstDue, exhausted)), cursor.generation(),
+                                nowNanos);
+            });
+            if (movedBack[0]) {
+                opened++;
+            }
+        }
+        for (Integer band : cursors.keySet()) {
+            if (!found.contains(band)) {
+                cursors.computeIfPresent(band, (b, cursor) -> exhausted > cursor.fromMicros()
+                        ? new Cursor(exhausted, cursor.generation(), cursor.usedNanos())
+                        : cursor);
+            }
+        }
+        looked = true;
+        return opened;
     }
 
-    /** The current cursors, highest priority first; for tests. */
+    /** Forgets the bands unused for {@link #IDLE_BAND_NANOS}, but the one used last; at most once a second. */
+    private void forgetIdleBands(long nowNanos) {
+        long last = lastForgetCheck.get();
+        if (nowNanos - last < FORGET_CHECK_NANOS || !lastForgetCheck.compareAndSet(last, nowNanos)) {
+            return;
+        }
+        Integer lastUsed = null;
+        long lastUsedNanos = 0;
+        for (Map.Entry<Integer, Cursor> band : cursors.entrySet()) {
+            if (lastUsed == null || band.getValue().usedNanos() - lastUsedNanos > 0) {
+                lastUsed = band.getKey();
+                lastUsedNanos = band.getValue().usedNanos();
+            }
+        }
+        for (Map.Entry<Integer, Cursor> band : cursors.entrySet()) {
+            if (!band.getKey().equals(lastUsed) && nowNanos - band.getValue().usedNanos() > IDLE_BAND_NANOS) {
+                cursors.remove(band.getKey(), band.getValue());
+            }
+        }
+    }
+
+    /** The current cursors' positions, highest priority first; for tests. */
     Map<Integer, Long> snapshot() {
-        return Map.copyOf(cursors);
+        Map<Integer, Long> positions = new TreeMap<>(Collections.reverseOrder());
+        cursors.forEach((band, cursor) -> positions.put(band, cursor.fromMicros()));
+        return positions;
+    }
+
+    /** Moves every cursor {@code micros} forward, as a database clock stepping back would leave them; for tests. */
+    void shiftForTests(long micros) {
+        cursors.replaceAll((band, cursor) -> new Cursor(cursor.fromMicros() + micros, cursor.generation(),
+                cursor.usedNanos()));
     }
 }

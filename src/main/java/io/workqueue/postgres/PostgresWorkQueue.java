@@ -69,8 +69,6 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     static final int MAX_ERROR_LENGTH = 1024;
     /** The least time between two WARNs about a held horizon from one instance. */
     private static final Duration HORIZON_WARNING_INTERVAL = Duration.ofMinutes(1);
-    /** A statement's send time until it is sent: a value {@code System.nanoTime()} does not return in practice. */
-    private static final long NOT_SENT = Long.MIN_VALUE;
     /** How many merged leasing statements one instance runs at once. */
     private static final int LEASING_STATEMENTS_IN_FLIGHT = 2;
     /** Bound on sending a cancel request, so that abandoning a connection cannot itself hang. */
@@ -87,6 +85,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private final WakeGate wakeGate;
     private final QueueMetrics metrics;
     private final ClaimCursors cursors = new ClaimCursors(System.nanoTime());
+    private final CursorLook look;
     /** {@code System.nanoTime()} of the last horizon WARN; 0 before the first. */
     private final AtomicLong lastHorizonWarning = new AtomicLong();
 
@@ -118,6 +117,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                 new GroupCommit.Policy<>((first, other) -> first.leaseMicros() == other.leaseMicros(), true,
                         this::handBack, LEASING_STATEMENTS_IN_FLIGHT));
         this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
+        this.look = new CursorLook(config.name(), cursors, this::lookBehindCursors, wakeGate::wake, metrics,
+                System::nanoTime);
     }
 
     /**
@@ -214,14 +215,17 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         String[] keys = new String[n];
         Integer[] priorities = new Integer[n];
         Long[] delays = new Long[n];
+        long now = System.nanoTime();
         for (int i = 0; i < n; i++) {
             EncodedEntry e = merged.get(i);
             keys[i] = e.key();
             priorities[i] = e.priority();
             delays[i] = e.delayMicros();
             // This instance's claims read a band it writes to from then on, without waiting for
-            // a sweep to find it.
-            cursors.bandSeen(e.priority());
+            // a look to find it.
+            if (i == 0 || e.priority() != merged.get(i - 1).priority()) {
+                cursors.bandSeen(e.priority(), now);
+            }
         }
         Statement statement = connection.createStatement(sql.enqueue)
                 .bind(0, config.name())
@@ -267,10 +271,15 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return cursors;
     }
 
+    /** The look behind this instance's claim cursors; for tests in this package. */
+    CursorLook look() {
+        return look;
+    }
+
     @Override
     public Mono<List<Item<K>>> claim(int limit, Duration lease) {
         return Mono.defer(() -> {
-            requirePositive("lease", lease);
+            requireLease(lease);
             return leases.submit(new LeaseRequest(NO_KEYS, batchSize(limit), Durations.micros(lease)))
                     .map(Leased::items);
         });
@@ -279,7 +288,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @Override
     public Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease) {
         return Mono.defer(() -> {
-            requirePositive("lease", lease);
+            requireLease(lease);
             return leases.submit(new LeaseRequest(encodeDistinct(completed), batchSize(limit), Durations.micros(lease)))
                     .map(Leased::items);
         });
@@ -362,25 +371,24 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      * Runs a statement built on {@link Sql#claimDue}'s shape: $1 queue, $2 attempt limit, $3 claim
      * limit, $4 lease, further parameters bound by {@code bindRest}. It returns one row: the leased
      * items as parallel arrays in claim order, and the number of items it completed. The claim is
-     * {@code sweepSql} when the {@link ClaimCursors} plan a sweep, else {@code cursorSql} with the
-     * bands and their cursors bound from the (0-based) parameter {@code cursorParameter} on.
+     * {@code fromHeadSql} when the {@link ClaimCursors} plan a claim from the head, else
+     * {@code cursorSql} with the bands and their cursors bound from the (0-based) parameter
+     * {@code cursorParameter} on. Each claim also starts a look behind the cursors, in the
+     * background, when one is due.
      */
-    private Mono<Leased<K>> leaseDue(String sweepSql, String cursorSql, int cursorParameter, int batch,
+    private Mono<Leased<K>> leaseDue(String fromHeadSql, String cursorSql, int cursorParameter, int batch,
             long leaseMicros, UnaryOperator<Statement> bindRest) {
         return Mono.defer(() -> {
+            look.lookIfDue();
             long start = System.nanoTime();
             ClaimCursors.Plan plan = cursors.plan(start);
-            // When the statement went out: a sweep is charged for its own work only, never for the
-            // wait for a connection (a busy pool, a cold start), which says nothing about its cost.
-            AtomicLong sentAt = new AtomicLong(NOT_SENT);
-            Mono<Leased<K>> claimed = inConnection(connection -> {
-                        sentAt.set(System.nanoTime());
-                        Statement statement = bindRest.apply(connection.createStatement(plan.sweep() ? sweepSql : cursorSql)
+            return inConnection(connection -> {
+                        Statement statement = bindRest.apply(connection.createStatement(plan.fromHead() ? fromHeadSql : cursorSql)
                                 .bind(0, config.name())
                                 .bind(1, config.maxAttempts())
                                 .bind(2, batch)
                                 .bind(3, leaseMicros));
-                        if (!plan.sweep()) {
+                        if (!plan.fromHead()) {
                             statement.bind(cursorParameter, plan.priorities()).bind(cursorParameter + 1, plan.fromMicros());
                         }
                         return Flux.from(statement.execute())
@@ -390,26 +398,50 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                                             row.get(1, Integer[].class), row.get(2, Integer[].class),
                                             row.get(3, Integer[].class), row.get(5, Long[].class));
                                     cursors.claimed(plan, batch, rows.priorities(), rows.availableMicros(),
-                                            longValue(row.get(6, Long.class)));
+                                            longValue(row.get(6, Long.class)), System.nanoTime());
                                     return leased(rows, longValue(row.get(4, Long.class)));
                                 }))
                                 .single();
                     })
                     .doOnNext(leased -> metrics.claimed(leased.items().size() + leased.undecodable().size(),
                             (int) leased.items().stream().filter(Item::reclaimed).count(),
-                            System.nanoTime() - start));
-            if (plan == ClaimCursors.Plan.SWEEP) {
-                // However the sweep ends (leased, failed, cancelled), the next one is scheduled.
-                claimed = claimed.doFinally(signal -> {
-                    long end = System.nanoTime();
-                    long sent = sentAt.get();
-                    cursors.sweepEnded(end, sent == NOT_SENT ? 0 : end - sent);
-                });
-            }
-            return claimed.flatMap(leased -> leased.undecodable().isEmpty()
-                    ? Mono.just(leased)
-                    : setAside(leased.undecodable()).thenReturn(leased));
+                            System.nanoTime() - start))
+                    .flatMap(leased -> leased.undecodable().isEmpty()
+                            ? Mono.just(leased)
+                            : setAside(leased.undecodable()).thenReturn(leased));
         });
+    }
+
+    /**
+     * One look behind the claim cursors ({@link CursorLook}): {@link Sql#lookBehindCursors} in a
+     * transaction of its own, after {@link Sql#LOOK_SETTINGS}, on a connection of its own, timed from
+     * sending the statement to its answer.
+     */
+    private Mono<CursorLook.Found> lookBehindCursors() {
+        return Mono.usingWhen(connectionFactory.create(),
+                connection -> Mono.from(connection.beginTransaction())
+                        .then(rowsUpdated(connection.createStatement(Sql.LOOK_SETTINGS)))
+                        .then(Mono.defer(() -> {
+                            long sent = System.nanoTime();
+                            return Flux.from(connection.createStatement(sql.lookBehindCursors)
+                                            .bind(0, config.name())
+                                            .bind(1, config.maxAttempts())
+                                            .execute())
+                                    .concatMap(result -> result.map((row, meta) -> {
+                                        Integer[] priorities = row.get(0, Integer[].class);
+                                        Long[] firstDue = row.get(1, Long[].class);
+                                        return new CursorLook.Found(priorities == null ? new Integer[0] : priorities,
+                                                firstDue == null ? new Long[0] : firstDue,
+                                                longValue(row.get(2, Long.class)), System.nanoTime() - sent);
+                                    }))
+                                    .single();
+                        }))
+                        .flatMap(found -> Mono.from(connection.commitTransaction()).thenReturn(found)),
+                Connection::close,
+                // The transaction failed (a lock timeout aborts it): end it before the connection goes back.
+                (connection, error) -> Mono.from(connection.rollbackTransaction()).onErrorResume(e -> Mono.empty())
+                        .then(Mono.from(connection.close())),
+                Connection::close);
     }
 
     /**
@@ -492,7 +524,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @Override
     public Flux<Item<K>> claimStream(Duration lease, Duration poll) {
         return Flux.defer(() -> {
-            requirePositive("lease", lease);
+            requireLease(lease);
             requirePositive("poll", poll);
             return new DemandPacedClaims<>(config.name(), config.maxClaimBatch(),
                     want -> claim(want, lease), () -> awaitWork(poll),
@@ -659,7 +691,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         if ((last == 0 || now - last >= HORIZON_WARNING_INTERVAL.toNanos()) && lastHorizonWarning.compareAndSet(last, now)) {
             log.warn("queue {}: a transaction (pid {}) has held the database's MVCC horizon for {} s; until it ends,"
                             + " VACUUM cannot remove the row versions the queue leaves behind, so the table grows and"
-                            + " sweeps and reaps slow down."
+                            + " looks behind the claim cursors and reaps slow down."
                             + " See pg_stat_activity for that pid (idle in transaction?), and idle_in_transaction_session_timeout",
                     config.name(), horizon.holderPid(), horizon.oldestTransactionAge().toSeconds());
         }
@@ -801,6 +833,14 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @SuppressWarnings("NullAway")
     private static <T> List<T> listView(T[] array) {
         return array == null ? null : Arrays.asList(array);
+    }
+
+    /** A lease must be at least the microsecond the database keeps: a shorter one would be no lease at all. */
+    private static void requireLease(@Nullable Duration lease) {
+        String problem = Durations.leaseProblem(lease);
+        if (problem != null) {
+            throw new IllegalArgumentException(problem);
+        }
     }
 
     private static void requirePositive(String name, @Nullable Duration value) {

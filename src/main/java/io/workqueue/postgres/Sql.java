@@ -115,7 +115,11 @@ final class Sql {
     private final Map<String, String> readable = new LinkedHashMap<>();
     /** The merged upsert of enqueued entries (and, when the queue notifies, the notification). */
     final String enqueue;
-    /** A claim from the head of the due index, in exact claim order (a sweep). One row of parallel arrays; see {@link #claim}. */
+    /**
+     * A claim from the head of the due index, in exact claim order, for an instance that has no
+     * cursors to read from yet or too many bands for them. One row of parallel arrays; see
+     * {@link #claim}.
+     */
     final String claimDue;
     /**
      * As {@link #claimDue}, reading each band from its cursor. Both claims also return each item's
@@ -134,6 +138,13 @@ final class Sql {
     final String completeAndClaim;
     /** As {@link #completeAndClaim}, reading bands from cursors as {@link #claimFromCursors} does. */
     final String completeAndClaimFromCursors;
+    /**
+     * The first due item of every band that has one, in claim order, locking nothing: where the
+     * claim cursors must be for nothing due to lie behind them (see {@link ClaimCursors} and
+     * {@link CursorLook}). One row: "priorities" and "first_due_us" (microseconds since the epoch),
+     * both null when nothing is due, and "now_us".
+     */
+    final String lookBehindCursors;
     /** Drops the leases, sets the availability and records the last error. */
     final String releaseKeys;
     /** Undoes a claim of the keys (see {@link PostgresWorkQueue}'s hand-back). */
@@ -189,6 +200,15 @@ final class Sql {
                 LIMIT 1
             ) AS oldest ON true
             """;
+    /**
+     * Run in a look's transaction, before {@link #lookBehindCursors}. A look that waits for a table
+     * lock (a migration's, say) fails fast and is tried again soon, rather than counting the wait as
+     * its cost, which would space the next looks out. And a look runs to its end whatever statement
+     * timeout the role sets: it is paced by its own cost already, and cut short it would find
+     * nothing, time after time, for as long as a held horizon makes it long.
+     */
+    static final String LOOK_SETTINGS = "SET LOCAL lock_timeout = '100ms'; SET LOCAL statement_timeout = 0";
+
     /** {@link #HORIZON_WRITTEN} as sent. */
     static final String HORIZON = compact(HORIZON_WRITTEN);
 
@@ -291,6 +311,25 @@ final class Sql {
                     (SELECT count(*) FROM rearmed) AS rearmed
                 FROM done
                 """.formatted(completing.apply(2)));
+        this.lookBehindCursors = statement("lookBehindCursors", P_QUEUE + "\n" + P_ATTEMPT_LIMIT, """
+                -- Read only, and run only by a look, never by a caller's claim: it walks each band
+                -- from its head, through whatever history a held horizon keeps there, to the band's
+                -- first due item. One index descent per band that has something due: each step
+                -- seeks to the bands below the one found last and stops at the first due item there.
+                WITH RECURSIVE found AS (
+                    (%1$s)
+                    UNION ALL
+                    SELECT next.priority, next.available_at
+                    FROM found
+                    CROSS JOIN LATERAL (
+                %2$s    ) AS next
+                )
+                SELECT
+                    array_agg(priority) AS priorities,
+                    array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint) AS first_due_us,
+                    (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us
+                FROM found
+                """.formatted(firstDue("").indent(5).strip(), firstDue(" AND priority < found.priority").indent(8)));
         this.releaseKeys = statement("releaseKeys", P_KEYS
                 + "\n$3 delay bigint: microseconds until available (negative means now)"
                 + "\n$4 last error text: null for none", "WITH " + lockedKeys(2, true) + """
@@ -496,6 +535,21 @@ final class Sql {
                 JOIN due AS d ON d.item_key = l.item_key
                 """).formatted(table, DUE, extraDueCondition, completedCount, rearmedCount,
                 PRIOR_LEASE_LAPSED, HANDED_BACK, PRIOR_LEASE_HANDED_BACK, PRIOR_LEASE_NONE);
+    }
+
+    /**
+     * The first due row of the queue in claim order, and of the bands {@code bandCondition} (empty,
+     * or starting {@code " AND"}) names: its priority and availability. One step of
+     * {@link #lookBehindCursors}.
+     */
+    private String firstDue(String bandCondition) {
+        return """
+                SELECT priority, available_at
+                FROM %1$s
+                WHERE queue_name = $1::text%2$s AND %3$s
+                ORDER BY %4$s
+                LIMIT 1
+                """.formatted(table, bandCondition, DUE, CLAIM_ORDER);
     }
 
     /**

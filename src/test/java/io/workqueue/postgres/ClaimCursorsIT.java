@@ -4,19 +4,25 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.r2dbc.pool.ConnectionPool;
-import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.spi.Connection;
 import io.workqueue.Entry;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WriteTimeoutException;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.Queues;
+import io.workqueue.testing.RowLock;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntFunction;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.IntStream;
@@ -27,12 +33,27 @@ import reactor.core.publisher.Mono;
 
 /**
  * Claims read each priority band from a cursor, so their cost does not grow with the history a held
- * horizon keeps at the head of the due index; and what becomes claimable behind a cursor is still
- * handed out, by the next sweep.
+ * horizon keeps at the head of the due index; and whatever becomes due behind a cursor is found by
+ * the next look and handed out by the claims after it, first in claim order, however much of it
+ * there is, and across a fleet of instances with cursors of their own.
+ *
+ * <p>Each scenario below has a claimer take small batches from a steady supply of newer items, so
+ * that a design which hands out what lies behind its cursor a claim's worth at a time (as claims
+ * from the head, spaced apart, did) shows: newer items go out among the old, and the old take
+ * seconds. The timing bound is loose on purpose ({@link #BOUND}, against about a second measured on
+ * a quiet machine), since CI machines are shared; the order is what each test pins exactly.
  */
 class ClaimCursorsIT {
     private static final Duration WAIT = Duration.ofSeconds(30);
     private static final Duration LEASE = Duration.ofMinutes(5);
+    /** A short lease, for a fleet member that crashes holding it. */
+    private static final Duration SHORT_LEASE = Duration.ofSeconds(3);
+    /**
+     * How long after it became due the last of a crowd of items may be handed out: the stated
+     * bound (the look interval, at least 200 ms, plus a look, a few milliseconds on these tables,
+     * plus handing out everything ahead) with ample room for a loaded machine.
+     */
+    private static final Duration BOUND = Duration.ofSeconds(10);
     private static final Pattern BUFFERS = Pattern.compile("Buffers: shared hit=(\\d+)(?: read=(\\d+))?");
     private static final Pattern TOP_ROWS = Pattern.compile("actual time=[0-9.]+\\.\\.[0-9.]+ rows=(\\d+)");
     private static String prefix;
@@ -42,24 +63,32 @@ class ClaimCursorsIT {
         prefix = TestDatabase.createTable();
     }
 
+    // ---------------------------------------------------------------- helpers
+
+    private static ReactiveWorkQueue<String> instance(String name) {
+        return Queues.over(TestDatabase.pool(), prefix, name, c -> c);
+    }
+
+    private static PostgresWorkQueue<String> impl(ReactiveWorkQueue<String> queue) {
+        return (PostgresWorkQueue<String>) queue;
+    }
+
     /** What one claim would cost and hand out, run under EXPLAIN ANALYZE and rolled back. */
     private record Cost(long buffers, long leased, String plan) {}
 
-    private static Cost explainClaim(ReactiveWorkQueue<String> queue, boolean sweep, int limit) {
-        Sql sql = new Sql(prefix, false, false);
-        Map<Integer, Long> cursors = ((PostgresWorkQueue<String>) queue).cursors().snapshot();
-        // Highest priority first, as the queue's own plans list them.
+    private static Cost explainClaim(String tablePrefix, ReactiveWorkQueue<String> queue, boolean fromHead, int limit) {
+        Sql sql = new Sql(tablePrefix, false, false);
+        Map<Integer, Long> cursors = impl(queue).cursors().snapshot(); // highest priority first
         List<Integer> bands = new ArrayList<>(cursors.keySet());
-        bands.sort((a, b) -> Integer.compare(b, a));
         String plan = Mono.usingWhen(TestDatabase.pool().create(), c -> Mono.from(c.beginTransaction())
                         .thenMany(Flux.defer(() -> {
                             var statement = c.createStatement(
-                                            "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + (sweep ? sql.claimDue : sql.claimFromCursors))
+                                            "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + (fromHead ? sql.claimDue : sql.claimFromCursors))
                                     .bind(0, queue.name())
                                     .bind(1, 0)
                                     .bind(2, limit)
                                     .bind(3, 60_000_000L);
-                            if (!sweep) {
+                            if (!fromHead) {
                                 statement.bind(4, bands.toArray(Integer[]::new))
                                         .bind(5, bands.stream().map(cursors::get).toArray(Long[]::new));
                             }
@@ -74,9 +103,7 @@ class ClaimCursorsIT {
         Matcher buffers = BUFFERS.matcher(plan);
         assertTrue(buffers.find(plan.indexOf("CTE due")), plan);
         long touched = Long.parseLong(buffers.group(1)) + (buffers.group(2) == null ? 0 : Long.parseLong(buffers.group(2)));
-        // The leased CTE's row count: the line of the Update that leases.
-        Matcher leasedRows = Pattern.compile("CTE leased\\n\\s*->\\s*Update on \\S+ q \\(" + TOP_ROWS.pattern().substring(0))
-                .matcher(plan);
+        Matcher leasedRows = Pattern.compile("CTE leased\\n\\s*->\\s*Update on \\S+ q \\(" + TOP_ROWS.pattern()).matcher(plan);
         long leased = leasedRows.find() ? Long.parseLong(leasedRows.group(1)) : -1;
         return new Cost(touched, leased, plan);
     }
@@ -102,13 +129,79 @@ class ClaimCursorsIT {
     private static void untilCursorPasses(ReactiveWorkQueue<String> queue, int band, long micros) {
         Poll.until(WAIT, "the cursor of band " + band + " passes " + micros, () -> {
             assertEquals(List.of(), queue.claim(10, LEASE).block(WAIT));
-            Long cursor = ((PostgresWorkQueue<String>) queue).cursors().snapshot().get(band);
+            Long cursor = impl(queue).cursors().snapshot().get(band);
             return cursor != null && cursor > micros;
         });
     }
 
+    /**
+     * A claimer with room to spare: each round it enqueues a few newer items (what arrives
+     * meanwhile), claims {@code limit}, and completes what it got, until every key of
+     * {@code awaited} has been handed out. Returns every key handed out, in order, and when the
+     * last awaited one came.
+     */
+    private record Drained(List<String> keys, long lastAwaitedNanos) {}
+
+    private static Drained drainWithNewerSupply(ReactiveWorkQueue<String> claimer, ReactiveWorkQueue<String> producer,
+            int limit, Set<String> awaited, String newerPrefix) {
+        List<String> handedOut = new ArrayList<>();
+        Set<String> missing = new HashSet<>(awaited);
+        AtomicInteger newer = new AtomicInteger();
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        long lastAwaited = 0;
+        while (!missing.isEmpty()) {
+            assertTrue(System.nanoTime() - deadline < 0, () -> "still not handed out after " + WAIT + ": "
+                    + missing.size() + " of " + awaited.size());
+            producer.enqueueKeys(IntStream.range(0, limit / 2 + 1)
+                    .mapToObj(i -> newerPrefix + newer.getAndIncrement()).toList()).block(WAIT);
+            List<Item<String>> items = claimer.claim(limit, LEASE).block(WAIT);
+            for (Item<String> item : items) {
+                handedOut.add(item.key());
+                if (missing.remove(item.key())) {
+                    lastAwaited = System.nanoTime();
+                }
+            }
+            claimer.complete(items.stream().map(Item::key).toList()).block(WAIT);
+        }
+        // Leave no newer item pending for what the test does next.
+        producer.remove(IntStream.range(0, newer.get()).mapToObj(i -> newerPrefix + i).toList()).block(WAIT);
+        return new Drained(handedOut, lastAwaited);
+    }
+
+    /** Asserts that, from the first key of {@code awaited} handed out to the last, nothing else was. */
+    private static void assertNoneHandedOutAmong(List<String> handedOut, Set<String> awaited) {
+        int first = -1;
+        int last = -1;
+        for (int i = 0; i < handedOut.size(); i++) {
+            if (awaited.contains(handedOut.get(i))) {
+                first = first < 0 ? i : first;
+                last = i;
+            }
+        }
+        List<String> among = new ArrayList<>();
+        for (int i = first; i <= last; i++) {
+            if (!awaited.contains(handedOut.get(i))) {
+                among.add(handedOut.get(i));
+            }
+        }
+        assertTrue(among.isEmpty(), () -> among.size() + " other items were handed out among the " + awaited.size()
+                + ", the first of them " + among.subList(0, Math.min(20, among.size())));
+    }
+
+    private static Set<String> keys(String keyPrefix, int n) {
+        Set<String> keys = new HashSet<>();
+        IntStream.range(0, n).forEach(i -> keys.add(String.format("%s%04d", keyPrefix, i)));
+        return keys;
+    }
+
+    private static long waitedMillis(long fromNanos, long toNanos) {
+        return Duration.ofNanos(toNanos - fromNanos).toMillis();
+    }
+
+    // ---------------------------------------------------------------- cost
+
     @Test
-    void underAHeldHorizonACursorClaimSkipsTheHistoryASweepWalks() {
+    void underAHeldHorizonACursorClaimSkipsTheHistoryAClaimFromTheHeadWalks() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "cursor-history");
         Connection pin = pinHorizon();
         try {
@@ -126,108 +219,285 @@ class ClaimCursorsIT {
             untilCursorPasses(queue, 0, completedBy);
             queue.enqueueKeys(IntStream.range(0, 50).mapToObj(i -> "new-" + i).toList()).block(WAIT);
 
-            Cost sweep = explainClaim(queue, true, 50);
-            Cost cursor = explainClaim(queue, false, 50);
+            Cost fromHead = explainClaim(prefix, queue, true, 50);
+            Cost cursor = explainClaim(prefix, queue, false, 50);
 
-            assertEquals(50, sweep.leased(), sweep.plan());
+            assertEquals(50, fromHead.leased(), fromHead.plan());
             assertEquals(50, cursor.leased(), cursor.plan());
-            // The sweep visits every completed row's version the horizon keeps; the cursor none.
-            assertTrue(sweep.buffers() > history, () -> "the sweep walks the history:\n" + sweep.plan());
+            // From the head, every completed row's version the horizon keeps; from the cursor none.
+            assertTrue(fromHead.buffers() > history, () -> "from the head, the claim walks the history:\n" + fromHead.plan());
             assertTrue(cursor.buffers() < 200, () -> "the cursor claim reads only what is new:\n" + cursor.plan());
         } finally {
             Mono.from(pin.close()).block(WAIT);
         }
     }
 
+    // ---------------------------------------------------------------- what becomes due behind a cursor
+
+    /**
+     * A fleet member crashes holding many leases; a survivor, claiming ten at a time, takes newer
+     * items until they lapse, then every one of the crashed member's items before anything newer.
+     */
     @Test
-    void aTransactionalEnqueueCommittedBehindTheCursorIsHandedOutByTheNextSweep() {
-        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "cursor-late");
+    void aCrashedMembersLapsedLeasesAreHandedOutFirstAndAllOfThemAtOnce() {
+        String name = TestDatabase.uniqueName("cursor-crash");
+        ReactiveWorkQueue<String> crashed = instance(name);
+        ReactiveWorkQueue<String> survivor = instance(name);
+        Set<String> held = keys("held-", 300);
+        survivor.enqueueKeys(List.copyOf(held)).block(WAIT);
+        long enqueued = databaseMicros();
+        assertEquals(300, crashed.claim(300, SHORT_LEASE).block(WAIT).size());
+        long lapse = System.nanoTime() + SHORT_LEASE.toNanos();
+        untilCursorPasses(survivor, 0, enqueued);
+
+        Drained drained = drainWithNewerSupply(survivor, survivor, 10, held, "newer-");
+
+        assertNoneHandedOutAmong(drained.keys(), held);
+        long waited = waitedMillis(lapse, drained.lastAwaitedNanos());
+        assertTrue(waited < BOUND.toMillis(), "the last lapsed lease came back " + waited + " ms after the lapse");
+    }
+
+    /**
+     * A bulk transactional enqueue whose transaction commits after the claimer's cursor has passed
+     * its {@code now()}: its items are handed out before the newer ones that arrived meanwhile.
+     */
+    @Test
+    void aLateCommittingBulkEnqueueIsHandedOutFirstAndAllOfItAtOnce() {
+        String name = TestDatabase.uniqueName("cursor-late");
+        ReactiveWorkQueue<String> claimer = instance(name);
+        Set<String> late = keys("late-", 200);
         Connection tx = Mono.from(TestDatabase.plain().create()).block(WAIT);
         try {
             Mono.from(tx.beginTransaction()).block(WAIT);
             long began = Mono.from(tx.createStatement("SELECT (EXTRACT(EPOCH FROM now()) * 1000000)::bigint").execute())
                     .flatMap(r -> Mono.from(r.map((row, m) -> row.get(0, Long.class)))).block(WAIT);
-            queue.enqueue(tx, List.of(Entry.of("late"))).block(WAIT);
-            untilCursorPasses(queue, 0, began);
+            claimer.enqueue(tx, late.stream().map(Entry::of).toList()).block(WAIT);
+            untilCursorPasses(claimer, 0, began);
             Mono.from(tx.commitTransaction()).block(WAIT);
+            long committed = System.nanoTime();
+            assertEquals(0, explainClaim(prefix, claimer, false, 10).leased(), "a cursor claim alone would miss them");
 
-            assertEquals(0, explainClaim(queue, false, 10).leased(), "a cursor claim alone would miss it");
-            List<Item<String>> found = Poll.until(WAIT, "a sweep hands out the late key",
-                    () -> queue.claim(10, LEASE).block(WAIT), items -> !items.isEmpty());
-            assertEquals(List.of("late"), found.stream().map(Item::key).toList());
+            Drained drained = drainWithNewerSupply(claimer, claimer, 10, late, "newer-");
+
+            assertNoneHandedOutAmong(drained.keys(), late);
+            long waited = waitedMillis(committed, drained.lastAwaitedNanos());
+            assertTrue(waited < BOUND.toMillis(), "the last late item came out " + waited + " ms after the commit");
         } finally {
             Mono.from(tx.close()).block(WAIT);
         }
     }
 
     @Test
-    void aBandAnotherInstanceWritesIsFoundByASweepAndServedFirst() {
+    void aBandOnlyAnotherInstanceWritesIsFoundByALookAndServedFirst() {
         String name = TestDatabase.uniqueName("cursor-band");
-        ReactiveWorkQueue<String> consumer = Queues.over(TestDatabase.pool(), prefix, name, c -> c);
-        ReactiveWorkQueue<String> producer = Queues.over(TestDatabase.pool(), prefix, name, c -> c);
-        producer.enqueueKeys(IntStream.range(0, 1000).mapToObj(i -> "low-" + i).toList()).block(WAIT);
-        assertEquals(5, consumer.claim(5, LEASE).block(WAIT).size()); // a sweep: band 0 is known now
+        ReactiveWorkQueue<String> consumer = instance(name);
+        ReactiveWorkQueue<String> producer = instance(name);
+        producer.enqueueKeys(IntStream.range(0, 2000).mapToObj(i -> String.format("low-%05d", i)).toList()).block(WAIT);
+        ConcurrentLinkedQueue<CursorLook.Ended> looks = new ConcurrentLinkedQueue<>();
+        impl(consumer).look().observeForTests(looks::add);
+        assertEquals(5, consumer.claim(5, LEASE).block(WAIT).size()); // starts the consumer's first look
+        Poll.until(WAIT, "the consumer's first look", () -> !looks.isEmpty());
+        Set<String> urgent = keys("urgent-", 20);
 
-        producer.enqueue(Entry.of("urgent").withPriority(9)).block(WAIT);
+        producer.enqueue(urgent.stream().map(key -> Entry.of(key).withPriority(9)).toList()).block(WAIT);
+        long enqueued = System.nanoTime();
+        assertFalse(impl(consumer).cursors().snapshot().containsKey(9), "the consumer's claims do not read band 9 yet");
 
-        assertFalse(((PostgresWorkQueue<String>) consumer).cursors().snapshot().containsKey(9),
-                "the consumer's cursor claims do not read band 9");
-        Poll.until(WAIT, "the urgent key is handed out before the rest of band 0", () -> {
-            List<Item<String>> items = consumer.claim(1, LEASE).block(WAIT);
-            assertEquals(1, items.size());
-            return items.get(0).key().equals("urgent");
-        });
-    }
-
-    @Test
-    void aLapsedLeaseBehindTheCursorIsReclaimedByTheNextSweep() {
-        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "cursor-lapse");
-        queue.enqueueKeys("k").block(WAIT);
-        long enqueued = databaseMicros();
-        assertEquals(1, queue.claim(1, Duration.ofSeconds(2)).block(WAIT).size());
-        untilCursorPasses(queue, 0, enqueued);
-        untilDatabaseClockPasses(enqueued + 2_000_000);
-
-        assertEquals(0, explainClaim(queue, false, 1).leased(), "a cursor claim alone would miss it");
-        Item<String> reclaimed = Poll.until(WAIT, "the lapsed lease is reclaimed",
-                () -> queue.claim(1, LEASE).block(WAIT), items -> !items.isEmpty()).get(0);
-
-        assertEquals("k", reclaimed.key());
-        assertTrue(reclaimed.reclaimed());
+        List<String> handedOut = new ArrayList<>();
+        Set<String> missing = new HashSet<>(urgent);
+        long last = 0;
+        while (!missing.isEmpty()) {
+            assertTrue(System.nanoTime() - enqueued < WAIT.toNanos(), () -> missing.size() + " urgent items still waiting");
+            for (Item<String> item : consumer.claim(3, LEASE).block(WAIT)) {
+                handedOut.add(item.key());
+                if (missing.remove(item.key())) {
+                    last = System.nanoTime();
+                }
+            }
+        }
+        assertNoneHandedOutAmong(handedOut, urgent);
+        long waited = waitedMillis(enqueued, last);
+        assertTrue(waited < BOUND.toMillis(), "the last urgent item came out " + waited + " ms after the enqueue");
     }
 
     /**
-     * A sweep that had to wait for a connection is charged for its statement, not for the wait: the
-     * next sweep, and with it a lease that lapsed behind the cursor, still comes about 200 ms later.
-     * (Charged for a 2 s wait, the next sweep would come 100 s later; a worker's first claim in a
-     * cold process, which opens the pool's first connection, stalled the reclaiming of lapsed
-     * leases for a minute that way.)
+     * A completion that waits seconds for a row lock another transaction holds (a transactional
+     * enqueue touching a leased key, say) rides the instance's first leasing statement. Lapsed
+     * leases of a crashed member still come back while it waits, through the instance's other
+     * claims, and again after it ended: the wait is never counted against the looks.
      */
     @Test
-    void aSweepThatWaitedForAConnectionDoesNotPostponeTheNextOne() {
-        ConnectionPool pool = new ConnectionPool(ConnectionPoolConfiguration.builder(TestDatabase.plain())
-                .initialSize(0).maxSize(1).build());
-        try {
-            ReactiveWorkQueue<String> queue = Queues.over(pool, prefix, TestDatabase.uniqueName("cursor-wait"), c -> c);
-            queue.enqueueKeys("k").block(WAIT);
-            long enqueued = databaseMicros();
-            Connection held = pool.create().block(WAIT);
-            Mono<List<Item<String>>> firstClaim = queue.claim(1, Duration.ofSeconds(2)).cache();
-            firstClaim.subscribe(); // a sweep: an instance's first claim is one; it waits for the connection
-            long waitingSince = System.nanoTime();
-            Poll.until(WAIT, "the first claim has waited 2 s for the pool's only connection",
-                    () -> System.nanoTime() - waitingSince >= Duration.ofSeconds(2).toNanos());
-            Mono.from(held.close()).block(WAIT);
-            assertEquals("k", firstClaim.block(WAIT).get(0).key());
-            untilCursorPasses(queue, 0, enqueued);
-            untilDatabaseClockPasses(enqueued + 2_000_000);
+    void aCompletionWaitingOnARowLockHoldsBackNoLapsedLease() {
+        String name = TestDatabase.uniqueName("cursor-rowlock");
+        ReactiveWorkQueue<String> crashed = instance(name);
+        ReactiveWorkQueue<String> survivor = Queues.over(TestDatabase.pool(), prefix, name,
+                c -> c.writeTimeout(Duration.ofMinutes(2)));
+        crashed.enqueueKeys("locked").block(WAIT);
+        assertEquals(1, crashed.claim(1, LEASE).block(WAIT).size());
+        try (RowLock lock = RowLock.hold(Queues.table(prefix), name, "locked")) {
+            // The survivor's very first leasing statement: it completes "locked", and waits.
+            Mono<List<Item<String>>> completion = survivor.completeAndClaim(List.of("locked"), 1, LEASE).cache();
+            completion.subscribe();
+            lock.awaitWaiters(1);
 
-            Item<String> reclaimed = Poll.until(Duration.ofSeconds(5), "the lapsed lease is reclaimed by the next sweep",
-                    () -> queue.claim(1, LEASE).block(WAIT), items -> !items.isEmpty()).get(0);
+            Set<String> firstCrash = keys("first-", 100);
+            crashed.enqueueKeys(List.copyOf(firstCrash)).block(WAIT);
+            assertEquals(100, crashed.claim(100, SHORT_LEASE).block(WAIT).size());
+            long lapse = System.nanoTime() + SHORT_LEASE.toNanos();
+            Drained whileWaiting = drainWithNewerSupply(survivor, crashed, 10, firstCrash, "newer-a-");
+            assertEquals(1, lock.waiters(), "the completion still waits for the row lock");
+            long waited = waitedMillis(lapse, whileWaiting.lastAwaitedNanos());
+            assertTrue(waited < BOUND.toMillis(), "lapsed leases came back " + waited + " ms after the lapse");
+            lock.release();
+            completion.block(WAIT);
+        }
+
+        Set<String> secondCrash = keys("second-", 100);
+        crashed.enqueueKeys(List.copyOf(secondCrash)).block(WAIT);
+        assertEquals(100, crashed.claim(100, SHORT_LEASE).block(WAIT).size());
+        long lapse = System.nanoTime() + SHORT_LEASE.toNanos();
+        Drained after = drainWithNewerSupply(survivor, crashed, 10, secondCrash, "newer-b-");
+        assertNoneHandedOutAmong(after.keys(), secondCrash);
+        long waited = waitedMillis(lapse, after.lastAwaitedNanos());
+        assertTrue(waited < BOUND.toMillis(), "after the lock went, lapsed leases came back " + waited + " ms after the lapse");
+    }
+
+    /**
+     * Under a held horizon, a walk from the head of the band takes longer than the instance's write
+     * timeout: every claim from the head would be cancelled before reaching what lapsed. Looks are
+     * not claims, no write timeout bounds them, and the lapsed lease comes back.
+     */
+    @Test
+    void underAHeldHorizonALookLongerThanTheWriteTimeoutStillFindsALapsedLease() {
+        String ownPrefix = TestDatabase.createTable();
+        String table = Queues.table(ownPrefix);
+        String name = TestDatabase.uniqueName("cursor-pinned");
+        Connection pin = pinHorizon();
+        try {
+            // History at the head of band 0: rows pending once, completed since, kept by the pin.
+            TestDatabase.queryStrings("INSERT INTO " + table + " (queue_name, item_key, available_at)"
+                    + " SELECT $1, 'done-' || i, now() - INTERVAL '1 hour' + i * INTERVAL '1 microsecond'"
+                    + " FROM generate_series(1, 300000) AS i", name);
+            TestDatabase.queryStrings("UPDATE " + table + " SET completed_at = now() WHERE queue_name = $1", name);
+            // How long a walk of that head takes here: an instance's first look, started by a claim
+            // that finds nothing.
+            ReactiveWorkQueue<String> probe = Queues.over(TestDatabase.pool(), ownPrefix, name, c -> c);
+            ConcurrentLinkedQueue<CursorLook.Ended> looks = new ConcurrentLinkedQueue<>();
+            impl(probe).look().observeForTests(looks::add);
+            assertEquals(List.of(), probe.claim(1, LEASE).block(WAIT));
+            Poll.until(WAIT, "the first look", () -> !looks.isEmpty());
+            CursorLook.Ended walk = looks.peek();
+            assertTrue(walk.succeeded());
+            assertTrue(walk.tookNanos() > Duration.ofMillis(20).toNanos(), () -> "the walk of the head is too quick"
+                    + " here to outlast a write timeout that claims from cursors meet: "
+                    + Duration.ofNanos(walk.tookNanos()).toMillis() + " ms");
+            // Claims of this instance get half of that; from the head, they would all be cut short.
+            Duration timeout = Duration.ofNanos(walk.tookNanos() / 2);
+            ReactiveWorkQueue<String> claimer = Queues.over(TestDatabase.pool(), ownPrefix, name, c -> c.writeTimeout(timeout));
+            claimer.enqueueKeys("k").block(WAIT);
+
+            Item<String> first = Poll.until(WAIT, "a first claim hands out k", () -> claimer.claim(1, SHORT_LEASE)
+                    .onErrorResume(WriteTimeoutException.class, e -> Mono.just(List.of())).block(WAIT), items -> !items.isEmpty())
+                    .get(0);
+            assertEquals("k", first.key());
+            long lapse = System.nanoTime() + SHORT_LEASE.toNanos();
+            Item<String> reclaimed = Poll.until(WAIT, "the lapsed lease is reclaimed", () -> claimer.claim(1, LEASE)
+                    .onErrorResume(WriteTimeoutException.class, e -> Mono.just(List.of())).block(WAIT), items -> !items.isEmpty())
+                    .get(0);
+
             assertEquals("k", reclaimed.key());
             assertTrue(reclaimed.reclaimed());
+            long waited = waitedMillis(lapse, System.nanoTime());
+            assertTrue(waited < BOUND.toMillis(), "reclaimed " + waited + " ms after the lapse");
         } finally {
-            pool.disposeLater().block(WAIT);
+            Mono.from(pin.close()).block(WAIT);
         }
+    }
+
+    /**
+     * A claim stream waiting for work (its poll far longer than the test) beside another claimer of
+     * the same instance, which claims one item now and then: the look that claimer starts finds the
+     * lapsed leases and wakes the stream, which takes them rather than leaving them to the trickle.
+     */
+    @Test
+    void aClaimStreamWaitingForWorkIsWokenByALookThatFindsLapsedLeases() {
+        String name = TestDatabase.uniqueName("cursor-wake");
+        ReactiveWorkQueue<String> crashed = instance(name);
+        ReactiveWorkQueue<String> survivor = instance(name);
+        Set<String> held = keys("held-", 50);
+        crashed.enqueueKeys(List.copyOf(held)).block(WAIT);
+        assertEquals(50, crashed.claim(50, SHORT_LEASE).block(WAIT).size());
+        long lapse = System.nanoTime() + SHORT_LEASE.toNanos();
+        ConcurrentLinkedQueue<String> streamed = new ConcurrentLinkedQueue<>();
+        Set<String> trickled = new HashSet<>();
+        var subscription = survivor.claimStream(LEASE, Duration.ofMinutes(5)).subscribe(item -> streamed.add(item.key()));
+        try {
+            Poll.until(WAIT, "every lapsed lease is handed out", () -> {
+                survivor.claim(1, LEASE).block(WAIT).forEach(item -> trickled.add(item.key()));
+                return streamed.size() + trickled.size() >= held.size();
+            });
+            long waited = waitedMillis(lapse, System.nanoTime());
+            Set<String> all = new HashSet<>(streamed);
+            all.addAll(trickled);
+            assertEquals(held, all);
+            assertTrue(streamed.size() >= held.size() - 10, () -> "the stream took " + streamed.size()
+                    + ", the trickle " + trickled.size());
+            assertTrue(waited < BOUND.toMillis(), "handed out " + waited + " ms after the lapse");
+        } finally {
+            subscription.dispose();
+        }
+    }
+
+    /**
+     * The database clock stepping back (a failover to a node whose clock is behind, an NTP step)
+     * leaves every cursor ahead of {@code now()}, so new items land behind them. Simulated by moving
+     * the cursors an hour ahead: the next look brings them back.
+     */
+    @Test
+    void cursorsLeftAheadOfTheDatabaseClockAreBroughtBackByTheNextLook() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "cursor-clock");
+        queue.enqueueKeys("before").block(WAIT);
+        assertEquals(1, queue.claim(10, LEASE).block(WAIT).size());
+        untilCursorPasses(queue, 0, databaseMicros() - ClaimCursors.SLACK_MICROS);
+        impl(queue).cursors().shiftForTests(Duration.ofHours(1).toNanos() / 1_000);
+        Set<String> after = keys("after-", 50);
+        queue.enqueueKeys(List.copyOf(after)).block(WAIT);
+        long enqueued = System.nanoTime();
+        assertEquals(0, explainClaim(prefix, queue, false, 50).leased(), "a cursor claim alone would miss them");
+
+        Set<String> claimed = new HashSet<>();
+        Poll.until(WAIT, "every item enqueued behind the cursors is handed out", () -> {
+            queue.claim(10, LEASE).block(WAIT).forEach(item -> claimed.add(item.key()));
+            return claimed.size() == after.size();
+        });
+        assertEquals(after, claimed);
+        long waited = waitedMillis(enqueued, System.nanoTime());
+        assertTrue(waited < BOUND.toMillis(), "handed out " + waited + " ms after the enqueue");
+    }
+
+    // ---------------------------------------------------------------- priorities
+
+    @Test
+    void everyIntPriorityIsHandedOutInClaimOrderTheExtremesIncluded() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "cursor-extremes");
+        IntFunction<Entry<String>> entry = p -> Entry.of("p" + p).withPriority(p);
+        queue.enqueue(List.of(entry.apply(Integer.MIN_VALUE), entry.apply(0), entry.apply(Integer.MAX_VALUE),
+                entry.apply(-1), entry.apply(1), entry.apply(Integer.MIN_VALUE + 1), entry.apply(Integer.MAX_VALUE - 1)))
+                .block(WAIT);
+        List<String> expected = List.of("p" + Integer.MAX_VALUE, "p" + (Integer.MAX_VALUE - 1), "p1", "p0", "p-1",
+                "p" + (Integer.MIN_VALUE + 1), "p" + Integer.MIN_VALUE);
+
+        Supplier<List<String>> claimPairs = () -> {
+            List<String> order = new ArrayList<>();
+            List<Item<String>> pair;
+            while (!(pair = queue.claim(2, LEASE).block(WAIT)).isEmpty()) {
+                pair.forEach(item -> order.add(item.key()));
+            }
+            return order;
+        };
+        assertEquals(expected, claimPairs.get(), "claims of two, one after the other");
+
+        queue.release(Duration.ZERO, null, expected).block(WAIT);
+        assertEquals(expected, queue.claim(7, LEASE).block(WAIT).stream().map(Item::key).toList(), "one claim");
     }
 }

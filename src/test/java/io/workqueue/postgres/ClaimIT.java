@@ -120,8 +120,8 @@ class ClaimIT {
         Queues.update(prefix, queue, "mid2", "available_at = available_at - INTERVAL '30 minutes'");
         Queues.update(prefix, queue, "c", "available_at = available_at - INTERVAL '1 hour'");
         // Moving availability back by hand puts items behind this instance's claim cursors, where
-        // only its next sweep looks (ClaimCursorsIT); a fresh instance's first claim is a sweep,
-        // which reads the whole index in claim order.
+        // only its next look finds them (ClaimCursorsIT); a fresh instance's first claim reads from
+        // the head, the whole index in claim order.
         List<Item<String>> all = claim(Queues.over(TestDatabase.pool(), prefix, queue.name(), c -> c), 100);
         assertEquals(expected, keys(all), "a batch comes back in claim order");
         assertEquals(List.of(7, 3, 3, 0, 0, 0, -5), all.stream().map(Item::priority).toList());

@@ -12,6 +12,7 @@ import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
@@ -49,6 +50,8 @@ class EnqueueDuringLeasePropertiesIT {
     @Property(tries = 150)
     void everyEnqueueIsFollowedByAClaimThatStartsAfterIt(@ForAll("histories") List<Op> history) {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "interleave");
+        ConcurrentLinkedQueue<CursorLook.Ended> looks = new ConcurrentLinkedQueue<>();
+        ((PostgresWorkQueue<String>) queue).look().observeForTests(looks::add);
         boolean held = false; // a live lease, held by "the worker"
         boolean owed = false; // an enqueue since the start of the last claim that handed the key out
         List<String> trace = new ArrayList<>();
@@ -114,14 +117,14 @@ class EnqueueDuringLeasePropertiesIT {
                 }
             }
         }
-        // Drain as a healthy worker would. Each claim comes from a fresh instance, whose first
-        // claim is a sweep: an empty answer then means nothing is claimable, not "behind a cursor".
+        // Drain as a healthy worker would, through the same long-lived instance, whose cursors the
+        // history moved: an empty answer counts only after a look that began after the last change.
         for (int rounds = 0; rounds < 10; rounds++) {
             if (held) {
                 queue.complete(KEY).block(WAIT);
                 held = false;
             }
-            if (!claimed(Queues.over(TestDatabase.pool(), prefix, queue.name(), c -> c).claim(1, LEASE).block(WAIT))) {
+            if (!claimed(claimOrConfirmNothingDue(queue, looks))) {
                 break;
             }
             held = true;
@@ -129,6 +132,26 @@ class EnqueueDuringLeasePropertiesIT {
         }
         assertFalse(held, "the key kept coming back: " + trace);
         assertFalse(owed, "an enqueue was never followed by a claim: " + trace);
+    }
+
+    /**
+     * A claim of one item; empty only once a claim planned after a look found nothing, the look
+     * having started after this call: what lies behind the instance's cursors is then found too.
+     */
+    private static List<Item<String>> claimOrConfirmNothingDue(ReactiveWorkQueue<String> queue,
+            ConcurrentLinkedQueue<CursorLook.Ended> looks) {
+        long since = System.nanoTime();
+        long deadline = since + WAIT.toNanos();
+        while (true) {
+            long claimStarted = System.nanoTime();
+            List<Item<String>> items = queue.claim(1, LEASE).block(WAIT);
+            if (!items.isEmpty() || looks.stream().anyMatch(look -> look.succeeded()
+                    && look.startNanos() - since > 0 && claimStarted - look.endNanos() > 0)) {
+                return items;
+            }
+            assertTrue(System.nanoTime() - deadline < 0, "no look ended within " + WAIT);
+            Mono.delay(Duration.ofMillis(20)).block(WAIT);
+        }
     }
 
     private static boolean claimed(List<Item<String>> items) {

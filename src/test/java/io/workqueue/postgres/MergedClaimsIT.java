@@ -52,6 +52,7 @@ class MergedClaimsIT {
     void claimsThatArriveWhileStatementsAreInFlightShareTheNextStatementAndEachGetsItsOwnItemsInClaimOrder() {
         CountingConnectionFactory factory = new CountingConnectionFactory(TestDatabase.pool());
         ReactiveWorkQueue<String> queue = Queues.over(factory, prefix, TestDatabase.uniqueName("merge"), c -> c);
+        ((PostgresWorkQueue<String>) queue).look().disableForTests(); // its connections are not counted here
         enqueueNumbered(queue, 20);
         int before = factory.creates();
 
@@ -93,6 +94,7 @@ class MergedClaimsIT {
     void claimsForDifferentLeasesNeverShareAStatementAndEachItemGetsItsCallersLease() {
         CountingConnectionFactory factory = new CountingConnectionFactory(TestDatabase.pool());
         ReactiveWorkQueue<String> queue = Queues.over(factory, prefix, TestDatabase.uniqueName("leases"), c -> c);
+        ((PostgresWorkQueue<String>) queue).look().disableForTests(); // its connections are not counted here
         enqueueNumbered(queue, 6);
         int before = factory.creates();
 

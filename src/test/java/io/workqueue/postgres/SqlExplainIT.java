@@ -49,6 +49,7 @@ class SqlExplainIT {
                 Map.entry("completeAndClaim", new Object[] {"q", 0, 10, 30_000_000L, keys}),
                 Map.entry("completeAndClaimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, keys, bands, cursors}),
                 Map.entry("completeKeys", new Object[] {"q", keys}),
+                Map.entry("lookBehindCursors", new Object[] {"q", 0}),
                 Map.entry("releaseKeys", new Object[] {"q", keys, 5_000_000L, "boom"}),
                 Map.entry("handBackKeys", new Object[] {"q", keys, new Integer[] {1, 3},
                         new Integer[] {Sql.PRIOR_LEASE_NONE, Sql.PRIOR_LEASE_LAPSED}}),
@@ -161,9 +162,10 @@ class SqlExplainIT {
 
         for (List<String> plan : List.of(explain(sql.claimDue, queue, 0, 10, 30_000_000L),
                 explain(sql.claimFromCursors, queue, 0, 10, 30_000_000L, new Integer[] {4, 2, 0},
-                        new Long[] {ClaimCursors.HEAD, ClaimCursors.HEAD, 1_700_000_000_000_000L}))) {
+                        new Long[] {ClaimCursors.HEAD, ClaimCursors.HEAD, 1_700_000_000_000_000L}),
+                explain(sql.lookBehindCursors, queue, 0))) {
             String text = String.join("\n", plan);
-            assertTrue(text.contains(table + "_due_idx"), "the claim should scan the partial due index:\n" + text);
+            assertTrue(text.contains(table + "_due_idx"), "claims and looks should scan the partial due index:\n" + text);
             assertFalse(text.contains("Seq Scan"), text);
         }
     }
@@ -213,6 +215,7 @@ class SqlExplainIT {
                 "completeAndClaimFromCursors", genericPlan(ownSql.completeAndClaimFromCursors,
                         "text, int, int, bigint, text[], int[], bigint[]",
                         q + ", 0, 100, 30000000, '{g1,g3}', '{0}', '{1700000000000000}'"),
+                "lookBehindCursors", genericPlan(ownSql.lookBehindCursors, "text, int", q + ", 0"),
                 "reapCompleted", genericPlan(ownSql.reapCompleted, "text, bigint, int", q + ", 3600000000, 1000"),
                 "completeKeys", genericPlan(ownSql.completeKeys, "text, text[]", q + ", '{g1,g3}'"),
                 "completeKeys (deleting)", genericPlan(ownDeleting.completeKeys, "text, text[]", q + ", '{g1,g3}'"),

@@ -1,6 +1,7 @@
 package io.workqueue.internal.base;
 
 import java.time.Duration;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The one rule for durations: every duration the library accepts saturates at {@link #MAX} (100
@@ -13,7 +14,27 @@ public final class Durations {
     /** {@link #MAX} in whole microseconds: the most any statement binds. */
     public static final long MAX_MICROS = MAX.getSeconds() * 1_000_000L;
 
+    /**
+     * The shortest lease: PostgreSQL keeps timestamps to the microsecond, so a shorter lease would
+     * end as it began, and the item would be claimable again at once.
+     */
+    public static final Duration MIN_LEASE = Duration.ofNanos(1_000);
+
     private Durations() {}
+
+    /**
+     * What is wrong with {@code lease} as a lease, or {@code null} if nothing is: it must be at least
+     * {@link #MIN_LEASE}. Every lease the library takes passes this one check.
+     */
+    public static @Nullable String leaseProblem(@Nullable Duration lease) {
+        if (lease == null || lease.isZero() || lease.isNegative()) {
+            return "lease must be positive but was " + lease;
+        }
+        if (lease.compareTo(MIN_LEASE) < 0) {
+            return "lease must be at least 1 microsecond, the database clock's resolution, but was " + lease;
+        }
+        return null;
+    }
 
     /** {@code duration}, or {@link #MAX} if it is longer. */
     public static Duration capped(Duration duration) {
