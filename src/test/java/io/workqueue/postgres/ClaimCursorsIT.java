@@ -254,6 +254,7 @@ class ClaimCursorsIT {
 
         assertNoneHandedOutAmong(drained.keys(), held);
         long waited = waitedMillis(lapse, drained.lastAwaitedNanos());
+        System.out.println("ClaimCursorsIT: the last lapsed lease came back " + waited + " ms after the lapse");
         assertTrue(waited < BOUND.toMillis(), "the last lapsed lease came back " + waited + " ms after the lapse");
     }
 
@@ -281,6 +282,7 @@ class ClaimCursorsIT {
 
             assertNoneHandedOutAmong(drained.keys(), late);
             long waited = waitedMillis(committed, drained.lastAwaitedNanos());
+            System.out.println("ClaimCursorsIT: the last late item came out " + waited + " ms after the commit");
             assertTrue(waited < BOUND.toMillis(), "the last late item came out " + waited + " ms after the commit");
         } finally {
             Mono.from(tx.close()).block(WAIT);
@@ -317,6 +319,7 @@ class ClaimCursorsIT {
         }
         assertNoneHandedOutAmong(handedOut, urgent);
         long waited = waitedMillis(enqueued, last);
+        System.out.println("ClaimCursorsIT: the last urgent item came out " + waited + " ms after the enqueue");
         assertTrue(waited < BOUND.toMillis(), "the last urgent item came out " + waited + " ms after the enqueue");
     }
 
@@ -347,6 +350,7 @@ class ClaimCursorsIT {
             Drained whileWaiting = drainWithNewerSupply(survivor, crashed, 10, firstCrash, "newer-a-");
             assertEquals(1, lock.waiters(), "the completion still waits for the row lock");
             long waited = waitedMillis(lapse, whileWaiting.lastAwaitedNanos());
+            System.out.println("ClaimCursorsIT: lapsed leases came back " + waited + " ms after the lapse");
             assertTrue(waited < BOUND.toMillis(), "lapsed leases came back " + waited + " ms after the lapse");
             lock.release();
             completion.block(WAIT);
@@ -359,6 +363,7 @@ class ClaimCursorsIT {
         Drained after = drainWithNewerSupply(survivor, crashed, 10, secondCrash, "newer-b-");
         assertNoneHandedOutAmong(after.keys(), secondCrash);
         long waited = waitedMillis(lapse, after.lastAwaitedNanos());
+        System.out.println("ClaimCursorsIT: after the lock went, lapsed leases came back " + waited + " ms after the lapse");
         assertTrue(waited < BOUND.toMillis(), "after the lock went, lapsed leases came back " + waited + " ms after the lapse");
     }
 
@@ -408,6 +413,7 @@ class ClaimCursorsIT {
             assertEquals("k", reclaimed.key());
             assertTrue(reclaimed.reclaimed());
             long waited = waitedMillis(lapse, System.nanoTime());
+            System.out.println("ClaimCursorsIT: reclaimed " + waited + " ms after the lapse");
             assertTrue(waited < BOUND.toMillis(), "reclaimed " + waited + " ms after the lapse");
         } finally {
             Mono.from(pin.close()).block(WAIT);
@@ -442,6 +448,7 @@ class ClaimCursorsIT {
             assertEquals(held, all);
             assertTrue(streamed.size() >= held.size() - 10, () -> "the stream took " + streamed.size()
                     + ", the trickle " + trickled.size());
+            System.out.println("ClaimCursorsIT: handed out " + waited + " ms after the lapse");
             assertTrue(waited < BOUND.toMillis(), "handed out " + waited + " ms after the lapse");
         } finally {
             subscription.dispose();
@@ -472,6 +479,7 @@ class ClaimCursorsIT {
         });
         assertEquals(after, claimed);
         long waited = waitedMillis(enqueued, System.nanoTime());
+        System.out.println("ClaimCursorsIT: handed out " + waited + " ms after the enqueue");
         assertTrue(waited < BOUND.toMillis(), "handed out " + waited + " ms after the enqueue");
     }
 
