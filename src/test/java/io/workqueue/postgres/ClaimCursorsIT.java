@@ -194,8 +194,15 @@ class ClaimCursorsIT {
         return keys;
     }
 
-    private static long waitedMillis(long fromNanos, long toNanos) {
-        return Duration.ofNanos(toNanos - fromNanos).toMillis();
+    /**
+     * Prints how long {@code what} took after {@code since} (both {@code System.nanoTime()}), so CI
+     * logs carry the numbers, and asserts it within {@link #BOUND}.
+     */
+    private static void assertWithinBound(String what, String since, long fromNanos, long toNanos) {
+        long waited = Duration.ofNanos(toNanos - fromNanos).toMillis();
+        String said = what + " " + waited + " ms " + since;
+        System.out.println("ClaimCursorsIT: " + said);
+        assertTrue(waited < BOUND.toMillis(), said);
     }
 
     // ---------------------------------------------------------------- cost
@@ -253,9 +260,7 @@ class ClaimCursorsIT {
         Drained drained = drainWithNewerSupply(survivor, survivor, 10, held, "newer-");
 
         assertNoneHandedOutAmong(drained.keys(), held);
-        long waited = waitedMillis(lapse, drained.lastAwaitedNanos());
-        System.out.println("ClaimCursorsIT: the last lapsed lease came back " + waited + " ms after the lapse");
-        assertTrue(waited < BOUND.toMillis(), "the last lapsed lease came back " + waited + " ms after the lapse");
+        assertWithinBound("the last lapsed lease came back", "after the lapse", lapse, drained.lastAwaitedNanos());
     }
 
     /**
@@ -281,9 +286,7 @@ class ClaimCursorsIT {
             Drained drained = drainWithNewerSupply(claimer, claimer, 10, late, "newer-");
 
             assertNoneHandedOutAmong(drained.keys(), late);
-            long waited = waitedMillis(committed, drained.lastAwaitedNanos());
-            System.out.println("ClaimCursorsIT: the last late item came out " + waited + " ms after the commit");
-            assertTrue(waited < BOUND.toMillis(), "the last late item came out " + waited + " ms after the commit");
+            assertWithinBound("the last late item came out", "after the commit", committed, drained.lastAwaitedNanos());
         } finally {
             Mono.from(tx.close()).block(WAIT);
         }
@@ -318,9 +321,7 @@ class ClaimCursorsIT {
             }
         }
         assertNoneHandedOutAmong(handedOut, urgent);
-        long waited = waitedMillis(enqueued, last);
-        System.out.println("ClaimCursorsIT: the last urgent item came out " + waited + " ms after the enqueue");
-        assertTrue(waited < BOUND.toMillis(), "the last urgent item came out " + waited + " ms after the enqueue");
+        assertWithinBound("the last urgent item came out", "after the enqueue", enqueued, last);
     }
 
     /**
@@ -349,9 +350,7 @@ class ClaimCursorsIT {
             long lapse = System.nanoTime() + SHORT_LEASE.toNanos();
             Drained whileWaiting = drainWithNewerSupply(survivor, crashed, 10, firstCrash, "newer-a-");
             assertEquals(1, lock.waiters(), "the completion still waits for the row lock");
-            long waited = waitedMillis(lapse, whileWaiting.lastAwaitedNanos());
-            System.out.println("ClaimCursorsIT: lapsed leases came back " + waited + " ms after the lapse");
-            assertTrue(waited < BOUND.toMillis(), "lapsed leases came back " + waited + " ms after the lapse");
+            assertWithinBound("lapsed leases came back", "after the lapse", lapse, whileWaiting.lastAwaitedNanos());
             lock.release();
             completion.block(WAIT);
         }
@@ -362,9 +361,7 @@ class ClaimCursorsIT {
         long lapse = System.nanoTime() + SHORT_LEASE.toNanos();
         Drained after = drainWithNewerSupply(survivor, crashed, 10, secondCrash, "newer-b-");
         assertNoneHandedOutAmong(after.keys(), secondCrash);
-        long waited = waitedMillis(lapse, after.lastAwaitedNanos());
-        System.out.println("ClaimCursorsIT: after the lock went, lapsed leases came back " + waited + " ms after the lapse");
-        assertTrue(waited < BOUND.toMillis(), "after the lock went, lapsed leases came back " + waited + " ms after the lapse");
+        assertWithinBound("after the lock went, lapsed leases came back", "after the lapse", lapse, after.lastAwaitedNanos());
     }
 
     /**
@@ -412,9 +409,7 @@ class ClaimCursorsIT {
 
             assertEquals("k", reclaimed.key());
             assertTrue(reclaimed.reclaimed());
-            long waited = waitedMillis(lapse, System.nanoTime());
-            System.out.println("ClaimCursorsIT: reclaimed " + waited + " ms after the lapse");
-            assertTrue(waited < BOUND.toMillis(), "reclaimed " + waited + " ms after the lapse");
+            assertWithinBound("reclaimed", "after the lapse", lapse, System.nanoTime());
         } finally {
             Mono.from(pin.close()).block(WAIT);
         }
@@ -442,14 +437,14 @@ class ClaimCursorsIT {
                 survivor.claim(1, LEASE).block(WAIT).forEach(item -> trickled.add(item.key()));
                 return streamed.size() + trickled.size() >= held.size();
             });
-            long waited = waitedMillis(lapse, System.nanoTime());
+            long handedOut = System.nanoTime();
             Set<String> all = new HashSet<>(streamed);
             all.addAll(trickled);
             assertEquals(held, all);
             assertTrue(streamed.size() >= held.size() - 10, () -> "the stream took " + streamed.size()
                     + ", the trickle " + trickled.size());
-            System.out.println("ClaimCursorsIT: handed out " + waited + " ms after the lapse");
-            assertTrue(waited < BOUND.toMillis(), "handed out " + waited + " ms after the lapse");
+            assertWithinBound("the waiting stream took " + streamed.size() + " lapsed leases,", "after the lapse", lapse,
+                    handedOut);
         } finally {
             subscription.dispose();
         }
@@ -478,9 +473,7 @@ class ClaimCursorsIT {
             return claimed.size() == after.size();
         });
         assertEquals(after, claimed);
-        long waited = waitedMillis(enqueued, System.nanoTime());
-        System.out.println("ClaimCursorsIT: handed out " + waited + " ms after the enqueue");
-        assertTrue(waited < BOUND.toMillis(), "handed out " + waited + " ms after the enqueue");
+        assertWithinBound("handed out", "after the enqueue", enqueued, System.nanoTime());
     }
 
     // ---------------------------------------------------------------- priorities

@@ -193,6 +193,7 @@ class WorkQueueAutoConfigurationTest {
             "workqueue.queues.tiles.max-attempts        | -1          | maxAttempts must be 0 (unlimited) or more but was -1",
             "workqueue.queues.tiles.worker.concurrency  | 0           | concurrency must be at least 1 but was 0",
             "workqueue.queues.tiles.worker.lease        | 0s          | lease must be positive but was PT0S",
+            "workqueue.queues.tiles.worker.lease        | 500ns       | lease must be at least 1 microsecond",
             "workqueue.queues.tiles.worker.max-backoff  | 10ms        | must be at least backoff (PT1S) but was PT0.01S",
             "workqueue.queues.tiles.health.max-oldest-ready-age | -1s | must be positive but was PT-1S",
             "workqueue.table-prefix                     | 9lives      | prefix",
