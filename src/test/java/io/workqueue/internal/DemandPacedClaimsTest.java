@@ -376,6 +376,20 @@ class DemandPacedClaimsTest {
     }
 
     @Test
+    void aStreamThatEndsSaysWhyAtError() {
+        SqlStateException failure = new SqlStateException("42P01");
+        Deque<Throwable> script = new ArrayDeque<>(List.of(failure));
+        String logged = CapturedLog.during(() -> StepVerifier.create(claims(500, scripted(script), awaitImmediately()), 0)
+                .thenRequest(3)
+                .expectErrorSatisfies(e -> assertSame(failure, e))
+                .verify(Duration.ofSeconds(5)));
+
+        assertTrue(logged.contains("ERROR " + ClaimLoop.class.getName()), logged);
+        assertTrue(logged.contains("claim loop on queue test-queue stopped"), logged);
+        assertTrue(logged.contains(failure.toString()), logged);
+    }
+
+    @Test
     void aFailingWaitThatIsNotTransientTerminatesTheStream() {
         IllegalStateException failure = new IllegalStateException("wakeup source broke");
         StepVerifier.create(claims(500, atMost(1), () -> Mono.error(failure)), 0)

@@ -351,6 +351,24 @@ class WorkerTest {
         assertTrue(queue.completed.isEmpty(), "the unacknowledged item is left to lapse");
     }
 
+    @Test
+    void aStreamThatEndsSaysWhyAtError() {
+        ScriptedQueue queue = queue("a");
+        R2dbcNonTransientResourceException permanent = new R2dbcNonTransientResourceException("no such table", "42P01");
+        queue.roundFailures.add(permanent);
+
+        AtomicReference<Downstream> downstream = new AtomicReference<>();
+        String logged = CapturedLog.during(() -> {
+            downstream.set(run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE));
+            vts.advanceTimeBy(Duration.ofSeconds(10));
+        });
+
+        assertSame(permanent, downstream.get().error.get());
+        assertTrue(logged.contains("ERROR " + ClaimLoop.class.getName()), logged);
+        assertTrue(logged.contains("claim loop on queue scripted stopped"), logged);
+        assertTrue(logged.contains(permanent.toString()), logged);
+    }
+
     // ---------------------------------------------------------------- cancellation mid-round
 
     @Test
