@@ -30,6 +30,7 @@ import org.reactivestreams.Subscription;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.netty.channel.AbortedException;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
@@ -367,6 +368,22 @@ class WorkerTest {
         assertTrue(logged.contains("ERROR " + ClaimLoop.class.getName()), logged);
         assertTrue(logged.contains("claim loop on queue scripted stopped"), logged);
         assertTrue(logged.contains(permanent.toString()), logged);
+    }
+
+    @Test
+    void transientRoundFailuresOfAFailoverBackOffAndTheStreamGoesOn() {
+        ScriptedQueue queue = queue(keys(3).toArray(String[]::new));
+        // What a failover throws at a worker: a pool's dead idle connections, a send on a closed
+        // connection.
+        queue.roundFailures.add(new R2dbcNonTransientResourceException("Connection validation failed"));
+        queue.roundFailures.add(AbortedException.beforeSend());
+
+        Downstream downstream = run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(30));
+
+        assertNull(downstream.error.get());
+        assertEquals(keys(3), downstream.received);
+        downstream.dispose();
     }
 
     // ---------------------------------------------------------------- cancellation mid-round
