@@ -30,6 +30,12 @@ public final class SqlStates {
      */
     public static final String READ_ONLY_SQL_TRANSACTION = "25006";
 
+    /**
+     * {@code too_many_connections}: the server (or the role's or database's connection limit) has no
+     * slot for a new connection now, as when every client of a promoted primary reconnects at once.
+     */
+    public static final String TOO_MANY_CONNECTIONS = "53300";
+
     /** Server going away under us: admin shutdown, crash shutdown, cannot connect now. */
     private static final Set<String> SERVER_GONE = Set.of("57P01", "57P02", "57P03");
 
@@ -88,6 +94,8 @@ public final class SqlStates {
      *       sends carries one, so this is the client's verdict on one connection, such as
      *       r2dbc-pool's "Connection validation failed" when an acquisition meets only the dead
      *       connections it kept idle after the server went; the next connection is a new one;
+     *   <li>no free connection slot on the server ({@value #TOO_MANY_CONNECTIONS}), as when every
+     *       client of a promoted primary reconnects at once;
      *   <li>no connection in time: a pool's acquisition or validation timing out (an
      *       {@link R2dbcTimeoutException} without a SQLSTATE, or a bare {@link TimeoutException}),
      *       as when the network to the database is cut;
@@ -111,7 +119,7 @@ public final class SqlStates {
         }
         String state = sqlState(error);
         if (state != null && (state.startsWith("08") || SERVER_GONE.contains(state)
-                || READ_ONLY_SQL_TRANSACTION.equals(state))) {
+                || READ_ONLY_SQL_TRANSACTION.equals(state) || TOO_MANY_CONNECTIONS.equals(state))) {
             return true;
         }
         for (Throwable t = error; t != null; t = t.getCause()) {

@@ -267,6 +267,7 @@ class DemandPacedClaimsTest {
                 // connections dead: no SQLSTATE at all.
                 Arguments.of("pool validation failed", new R2dbcNonTransientResourceException("Connection validation failed")),
                 Arguments.of("connection closed before a send", AbortedException.beforeSend()),
+                Arguments.of("no connection slot 53300", new SqlStateException("53300")),
                 Arguments.of("wrapped deadlock", new WorkQueueException("claim failed", new SqlStateException("40P01"))));
     }
 

@@ -98,6 +98,16 @@ class SqlStatesTest {
     }
 
     @Test
+    void noFreeConnectionSlotOnTheServerIsTransient() {
+        // SQLSTATE 53300 (too_many_connections), as the driver reports it: max_connections reached
+        // ("sorry, too many clients already"), or a role's or database's connection limit.
+        assertTrue(SqlStates.isTransient(new R2dbcNonTransientResourceException("sorry, too many clients already",
+                SqlStates.TOO_MANY_CONNECTIONS)));
+        assertTrue(SqlStates.isTransient(new R2dbcNonTransientResourceException(
+                "remaining connection slots are reserved for non-replication superuser connections", "53300")));
+    }
+
+    @Test
     void whatTheServerRejectsStaysPermanentWhateverItsType() {
         // A syntax error and a missing table: the statement would fail the same way every time.
         assertFalse(SqlStates.isTransient(new R2dbcBadGrammarException("syntax error at or near \"FORM\"", "42601")));

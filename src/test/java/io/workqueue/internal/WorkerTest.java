@@ -374,9 +374,10 @@ class WorkerTest {
     void transientRoundFailuresOfAFailoverBackOffAndTheStreamGoesOn() {
         ScriptedQueue queue = queue(keys(3).toArray(String[]::new));
         // What a failover throws at a worker: a pool's dead idle connections, a send on a closed
-        // connection.
+        // connection, a promoted primary with no connection slot free yet.
         queue.roundFailures.add(new R2dbcNonTransientResourceException("Connection validation failed"));
         queue.roundFailures.add(AbortedException.beforeSend());
+        queue.roundFailures.add(new R2dbcNonTransientResourceException("sorry, too many clients already", "53300"));
 
         Downstream downstream = run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE);
         vts.advanceTimeBy(Duration.ofSeconds(30));
