@@ -90,7 +90,8 @@ class DeadPooledConnectionsFaultIT {
                         () -> drain.firstCompletionAfter(at) >= 0 || !drain.failures().isEmpty(), drain::progress);
                 log.info("[{}] round {}: killed {} idle pooled sessions {}", scenario, round, idle, drain.progress());
             }
-            assertTrue(killed >= 2 * ROUNDS, "the rounds found idle pooled sessions to kill: " + killed);
+            // Not two a round: a session counted idle may have started a statement before the kill.
+            assertTrue(killed >= ROUNDS, "the rounds found idle pooled sessions to kill: " + killed);
 
             Poll.until(Duration.ofSeconds(120), "every key completed (or every worker stream ended)",
                     () -> drain.failures().size() >= WORKERS
