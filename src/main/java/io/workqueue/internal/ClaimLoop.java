@@ -31,7 +31,7 @@ import reactor.core.scheduler.Scheduler;
  *   IDLE ──round due──▶ RUNNING ──ok, full──▶ IDLE
  *                          │ ──ok, short──▶ WAITING ──work or urgent round──▶ IDLE / RUNNING
  *                          │ ──transient──▶ BACKING_OFF ──delay──▶ IDLE
- *                          └ ──permanent──▶ STOPPED
+ *                          └ ──permanent──▶ STOPPED (logged at ERROR)
  * </pre>
  *
  * <p>A round that has not answered within the loop's round timeout (the lease its claim takes) is
@@ -177,7 +177,11 @@ abstract class ClaimLoop<R> {
         sink.complete();
     }
 
-    /** Ends the stream with {@code error}; nothing runs afterwards. */
+    /**
+     * Ends the stream with {@code error}, and says so at ERROR; nothing runs afterwards. Logged
+     * here rather than left to the subscriber, which may drop the error or never look: a fleet
+     * whose workers stop one by one must be told why.
+     */
     final void stop(Throwable error) {
         if (state == State.STOPPED) {
             log.debug("claim loop on queue {} already stopped; dropping", name, error);
@@ -185,6 +189,13 @@ abstract class ClaimLoop<R> {
         }
         abandonStep();
         state = State.STOPPED;
+        if (cancelled()) {
+            log.error("claim loop on queue {} failed after its subscriber cancelled, and stopped; what it"
+                    + " had not acknowledged will lapse: {}", name, error.toString(), error);
+        } else {
+            log.error("claim loop on queue {} stopped, ending its stream with a failure it does not retry: {}",
+                    name, error.toString(), error);
+        }
         sink.error(error);
     }
 

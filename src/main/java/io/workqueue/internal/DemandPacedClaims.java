@@ -22,8 +22,8 @@ import reactor.core.scheduler.Scheduler;
  * {@link SqlStates#isTransient}) of a claim or a wait back off exponentially between
  * {@code minBackoff} and {@code maxBackoff} with jitter, reset by the next successful claim, and so
  * does a claim with no answer within the claim timeout (a half-open connection); any other
- * failure terminates the stream. Cancellation disposes the claim in flight (which the queue
- * cancels on the server, or undoes if it shares its statement) or the wait.
+ * failure terminates the stream, logged at ERROR. Cancellation disposes the claim in flight
+ * (which the queue cancels on the server, or undoes if it shares its statement) or the wait.
  *
  * @param <T> the item type
  */

@@ -1,6 +1,7 @@
 package io.workqueue.internal;
 
 import io.r2dbc.spi.R2dbcException;
+import io.r2dbc.spi.R2dbcNonTransientResourceException;
 import io.r2dbc.spi.R2dbcTimeoutException;
 import io.r2dbc.spi.R2dbcTransientResourceException;
 import io.workqueue.WriteTimeoutException;
@@ -32,8 +33,22 @@ public final class SqlStates {
     /** {@code lock_not_available}: a lock was not granted within {@code lock_timeout}. */
     public static final String LOCK_NOT_AVAILABLE = "55P03";
 
+    /**
+     * {@code too_many_connections}: the server (or the role's or database's connection limit) has no
+     * slot for a new connection now, as when every client of a promoted primary reconnects at once.
+     */
+    public static final String TOO_MANY_CONNECTIONS = "53300";
+
     /** Server going away under us: admin shutdown, crash shutdown, cannot connect now. */
     private static final Set<String> SERVER_GONE = Set.of("57P01", "57P02", "57P03");
+
+    /**
+     * Reactor Netty's error for a write on a connection that has closed, named rather than imported
+     * so the module needs no Reactor Netty of its own: it is no {@link IOException}, and it reaches a
+     * caller bare, without the driver's SQLSTATE, when the closing is not the driver's own (a pool
+     * closing a dead connection, which says goodbye to a server that is already gone).
+     */
+    private static final String ABORTED = "reactor.netty.channel.AbortedException";
 
     /** Where the I/O failures of a connection come from (a plain {@code java.io.IOException} too). */
     private static final List<String> TRANSPORT_PACKAGES = List.of(
@@ -71,18 +86,31 @@ public final class SqlStates {
     }
 
     /**
-     * Whether a long-running loop (a claim stream, a worker) should back off and carry on: a
-     * retryable write; a lost connection (SQLSTATE class 08, the server shutting down, or an I/O
-     * failure raised by the driver or the network stack); no connection in time (a pool's
-     * acquisition or validation timing out: an {@link R2dbcTimeoutException} without a SQLSTATE, or
-     * a bare {@link TimeoutException}), as when the network to the database is cut; a round of the
-     * loop that had no answer within its bound ({@link RoundTimeoutException}: a half-open
-     * connection); a server that refuses writes ({@value #READ_ONLY_SQL_TRANSACTION}: a standby,
-     * such as the old primary back after a failover, reached through an address that still names
-     * it; the queue closes that connection, so the next one may reach the primary); or a
-     * group-committed write whose commit was not confirmed in time
-     * ({@link WriteTimeoutException}: enqueues and completes are idempotent, so running them again
-     * is safe).
+     * Whether a long-running loop (a claim stream, a worker) should back off and carry on:
+     * <ul>
+     *   <li>a retryable write (40001, 40P01);
+     *   <li>a lost connection: SQLSTATE class 08, the server shutting down, or an I/O failure
+     *       raised by the driver or the network stack, Reactor Netty's {@code AbortedException}
+     *       for a write on a closed connection included;
+     *   <li>a connection that failed as a resource without the server saying so: an
+     *       {@link R2dbcNonTransientResourceException} with no SQLSTATE. Every error the server
+     *       sends carries one, so this is the client's verdict on one connection, such as
+     *       r2dbc-pool's "Connection validation failed" when an acquisition meets only the dead
+     *       connections it kept idle after the server went; the next connection is a new one;
+     *   <li>no free connection slot on the server ({@value #TOO_MANY_CONNECTIONS}), as when every
+     *       client of a promoted primary reconnects at once;
+     *   <li>no connection in time: a pool's acquisition or validation timing out (an
+     *       {@link R2dbcTimeoutException} without a SQLSTATE, or a bare {@link TimeoutException}),
+     *       as when the network to the database is cut;
+     *   <li>a round of the loop that had no answer within its bound ({@link RoundTimeoutException}:
+     *       a half-open connection);
+     *   <li>a server that refuses writes ({@value #READ_ONLY_SQL_TRANSACTION}: a standby, such as
+     *       the old primary back after a failover, reached through an address that still names it;
+     *       the queue closes that connection, so the next one may reach the primary);
+     *   <li>a group-committed write whose commit was not confirmed in time
+     *       ({@link WriteTimeoutException}: enqueues and completes are idempotent, so running them
+     *       again is safe).
+     * </ul>
      *
      * <p>Nothing else is transient. In particular an {@link IOException} thrown by user code — a
      * key codec whose JSON no longer matches the type, say — is a bug to report, not an outage to
@@ -94,19 +122,31 @@ public final class SqlStates {
         }
         String state = sqlState(error);
         if (state != null && (state.startsWith("08") || SERVER_GONE.contains(state)
-                || READ_ONLY_SQL_TRANSACTION.equals(state))) {
+                || READ_ONLY_SQL_TRANSACTION.equals(state) || TOO_MANY_CONNECTIONS.equals(state))) {
             return true;
         }
         for (Throwable t = error; t != null; t = t.getCause()) {
             if (t instanceof WriteTimeoutException || t instanceof RoundTimeoutException
                     || t instanceof R2dbcTransientResourceException
                     || (t instanceof R2dbcTimeoutException timeout && timeout.getSqlState() == null)
+                    || (t instanceof R2dbcNonTransientResourceException resource && resource.getSqlState() == null)
                     || t instanceof TimeoutException
-                    || (t instanceof IOException && raisedByTransport(t))) {
+                    || (t instanceof IOException && raisedByTransport(t))
+                    || isA(t, ABORTED)) {
                 return true;
             }
             if (t.getCause() == t) {
                 break;
+            }
+        }
+        return false;
+    }
+
+    /** Whether {@code error} is of the class named {@code type} or a subclass of it. */
+    private static boolean isA(Throwable error, String type) {
+        for (Class<?> c = error.getClass(); c != null; c = c.getSuperclass()) {
+            if (c.getName().equals(type)) {
+                return true;
             }
         }
         return false;

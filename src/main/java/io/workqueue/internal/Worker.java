@@ -41,8 +41,9 @@ import reactor.core.scheduler.Scheduler;
  * running when its lease ends is cancelled and its slot freed (the item has lapsed and belongs to
  * whoever reclaims it). Only JVM-fatal errors ({@link Throwables#isJvmFatal}) end the stream, with that error.
  * Transient failures of a round (a lost connection, 40001/40P01, an acknowledgement that timed out,
- * a round with no answer within the lease) keep the acknowledgements and back off; any other
- * failure ends the stream, and what was not acknowledged lapses and is handed out again.
+ * a round with no answer within the lease; see {@link SqlStates#isTransient}) keep the
+ * acknowledgements and back off; any other failure ends the stream, logged at ERROR, and what was
+ * not acknowledged lapses and is handed out again.
  *
  * <p>Cancellation stops claiming; handlers already running are not cancelled, and what they finish
  * is still acknowledged. Items leased by a round in flight at cancellation are released at once.

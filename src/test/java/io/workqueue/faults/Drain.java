@@ -164,6 +164,11 @@ final class Drain implements AutoCloseable {
         assertNoWorkerFailed();
     }
 
+    /** What ended a worker's stream (or the producer's), in the order it happened; empty while all run. */
+    List<Throwable> failures() {
+        return List.copyOf(workerFailures);
+    }
+
     void assertNoWorkerFailed() {
         assertTrue(workerFailures.isEmpty(), () -> "a worker or the producer stopped: " + workerFailures);
     }

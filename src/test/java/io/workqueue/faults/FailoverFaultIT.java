@@ -1,8 +1,12 @@
 package io.workqueue.faults;
 
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.r2dbc.pool.ConnectionPool;
+import io.r2dbc.spi.ValidationDepth;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
+import io.workqueue.WorkerOptions;
 import io.workqueue.notify.PgNotificationListener;
 import io.workqueue.testing.Poll;
 import java.time.Duration;
@@ -10,9 +14,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.Set;
+import java.util.stream.Collectors;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -193,6 +200,68 @@ class FailoverFaultIT {
                     enqueuedBefore.size(), completedBefore.size(), lost[0], lost[1],
                     drain.firstCompletionAfter(promotedAt) / 1_000_000, listenerBack[0], listenerBack[1],
                     listenerBack[2], listenerBack[3]);
+        }
+    }
+
+    /**
+     * The failover as a fleet of {@code process()} workers meets it: four of them, at about 500 keys
+     * a second, through a pool validated the way r2dbc-pool and Spring Boot validate by default — by
+     * asking the connection ({@code validate(depth)}), not by a query. When the primary dies, every
+     * idle pooled connection is dead at once, and an acquisition that meets only dead ones fails
+     * with the pool's own "Connection validation failed", which has no SQLSTATE; closing a dead one
+     * can fail with Reactor Netty's {@code AbortedException}. Every worker stream must outlive the
+     * failover by itself, and every key must be accounted for.
+     */
+    @ParameterizedTest
+    @EnumSource(ValidationDepth.class)
+    void everyProcessWorkerOverADepthValidatedPoolOutlivesTheFailover(ValidationDepth depth) {
+        pair = HaPair.create(true);
+        FaultServer both = FaultServer.at(pair.failoverUrl());
+        prefix = both.createTable();
+        pool = FaultServer.depthValidatingPool(both.plain(), 10, depth);
+        queue = ReactiveWorkQueue.builder(pool, String.class)
+                .config(WorkQueueConfig.builder("failover-process").tablePrefix(prefix)
+                        .writeTimeout(Duration.ofSeconds(5)).build())
+                .build();
+        String scenario = "failover, process() over a pool validated at depth " + depth;
+        Ledger ledger = new Ledger(scenario);
+        int workers = 4;
+        try (Drain drain = new Drain(queue, ledger)) {
+            drain.preload("pre-", 2_000);
+            for (int w = 0; w < workers; w++) {
+                drain.startProcessWorker("process-" + w, WorkerOptions.builder().concurrency(8).claimBatch(8)
+                        .lease(Duration.ofSeconds(5)).poll(Duration.ofMillis(200)).build());
+            }
+            // 25 keys every 50 ms: about 500 a second for 30 s, so the fault meets a fleet in full
+            // swing, claiming as fast as keys arrive.
+            drain.startProducer("live-", 600, 25, Duration.ofMillis(50));
+            drain.awaitCompletedAtLeast(4_000, Duration.ofSeconds(60));
+
+            Set<String> enqueuedBefore = ledger.enqueuedSoFar();
+            Set<String> completedBefore = ledger.completedSoFar();
+            long killedAt = System.nanoTime();
+            pair.killPrimary();
+            pair.promoteStandby();
+            long promotedAt = System.nanoTime();
+            log.info("[{}] primary killed, standby promoted within {} ms {}", scenario,
+                    (promotedAt - killedAt) / 1_000_000, drain.progress());
+            FaultServer survivor = FaultServer.at(pair.standbyUrl());
+            Ledger.assertSurvived(scenario, enqueuedBefore, completedBefore, Ledger.readTable(survivor, prefix, queue));
+
+            // Whatever ends a stream, the rest drain the queue; the count of ended streams is the result.
+            Poll.until(Duration.ofSeconds(120), "every key completed (or every worker stream ended)",
+                    () -> drain.failures().size() >= workers
+                            || (drain.producerDone() && ledger.completedKeys() == ledger.enqueuedKeys()),
+                    drain::progress);
+            List<Throwable> ended = drain.failures();
+            log.info("[{}] {} of {} worker streams ended{}", scenario, ended.size(), workers, ended.isEmpty() ? ""
+                    : ": " + ended.stream().map(Throwable::toString).collect(Collectors.joining("; ")));
+            assertTrue(ended.isEmpty(), () -> ended.size() + " of " + workers + " process() streams ended in the"
+                    + " failover instead of backing off: " + ended);
+            Duration workerRecovery = Duration.ofNanos(drain.firstCompletionAfter(promotedAt));
+            drain.close();
+            ledger.assertExact(Ledger.readTable(survivor, prefix, queue), queue.stats().block(Duration.ofSeconds(30)),
+                    workerRecovery);
         }
     }
 }

@@ -9,6 +9,7 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryOptions;
+import io.r2dbc.spi.ValidationDepth;
 import io.workqueue.migrations.WorkQueueMigrations;
 import io.workqueue.testing.TestDatabase;
 import java.io.IOException;
@@ -133,6 +134,28 @@ final class FaultServer {
                 .maxValidationTime(Duration.ofSeconds(2))
                 .maxIdleTime(Duration.ofSeconds(10))
                 .backgroundEvictionInterval(Duration.ofSeconds(5))
+                .maxCreateConnectionTime(Duration.ofSeconds(3))
+                .maxAcquireTime(Duration.ofSeconds(5))
+                .acquireRetry(1)
+                .build());
+    }
+
+    /**
+     * A pool as Spring Boot configures one by default, within {@link #validatingPool}'s time bounds:
+     * it keeps {@code size} connections open (initial size and maximum size alike), and each
+     * acquisition is validated as r2dbc-pool does without a validation query, by asking the
+     * connection itself ({@code Connection.validate(depth)}). A connection that fails that is
+     * discarded and the acquisition tried once more; one that meets two such connections in a row
+     * fails with r2dbc-pool's own error, which carries no SQLSTATE. When the server goes, every idle
+     * connection the pool keeps is dead at once.
+     */
+    static ConnectionPool depthValidatingPool(ConnectionFactory factory, int size, ValidationDepth depth) {
+        return new ConnectionPool(ConnectionPoolConfiguration.builder(factory)
+                .initialSize(size)
+                .maxSize(size)
+                .validationDepth(depth)
+                .maxValidationTime(Duration.ofSeconds(2))
+                .maxIdleTime(Duration.ofMinutes(30)) // Spring Boot's default
                 .maxCreateConnectionTime(Duration.ofSeconds(3))
                 .maxAcquireTime(Duration.ofSeconds(5))
                 .acquireRetry(1)

@@ -32,6 +32,7 @@ import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.netty.channel.AbortedException;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
@@ -262,6 +263,11 @@ class DemandPacedClaimsTest {
                 // only the SQLSTATE says it is worth retrying.
                 Arguments.of("connection lost 08006", new R2dbcNonTransientResourceException("connection closed", "08006")),
                 Arguments.of("admin shutdown 57P01", new SqlStateException("57P01")),
+                // What a pool validating by depth raises once the server has gone and left its idle
+                // connections dead: no SQLSTATE at all.
+                Arguments.of("pool validation failed", new R2dbcNonTransientResourceException("Connection validation failed")),
+                Arguments.of("connection closed before a send", AbortedException.beforeSend()),
+                Arguments.of("no connection slot 53300", new SqlStateException("53300")),
                 Arguments.of("wrapped deadlock", new WorkQueueException("claim failed", new SqlStateException("40P01"))));
     }
 
@@ -373,6 +379,20 @@ class DemandPacedClaimsTest {
                 .verify(Duration.ofSeconds(5));
         vts.advanceTimeBy(Duration.ofMinutes(1));
         assertEquals(1, wants.size(), "never claimed again");
+    }
+
+    @Test
+    void aStreamThatEndsSaysWhyAtError() {
+        SqlStateException failure = new SqlStateException("42P01");
+        Deque<Throwable> script = new ArrayDeque<>(List.of(failure));
+        String logged = CapturedLog.during(() -> StepVerifier.create(claims(500, scripted(script), awaitImmediately()), 0)
+                .thenRequest(3)
+                .expectErrorSatisfies(e -> assertSame(failure, e))
+                .verify(Duration.ofSeconds(5)));
+
+        assertTrue(logged.contains("ERROR " + ClaimLoop.class.getName()), logged);
+        assertTrue(logged.contains("claim loop on queue test-queue stopped"), logged);
+        assertTrue(logged.contains(failure.toString()), logged);
     }
 
     @Test

@@ -30,6 +30,7 @@ import org.reactivestreams.Subscription;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.netty.channel.AbortedException;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
@@ -349,6 +350,41 @@ class WorkerTest {
         assertSame(permanent, downstream.error.get());
         assertEquals(2, queue.rounds, "nothing after the stream ended");
         assertTrue(queue.completed.isEmpty(), "the unacknowledged item is left to lapse");
+    }
+
+    @Test
+    void aStreamThatEndsSaysWhyAtError() {
+        ScriptedQueue queue = queue("a");
+        R2dbcNonTransientResourceException permanent = new R2dbcNonTransientResourceException("no such table", "42P01");
+        queue.roundFailures.add(permanent);
+
+        AtomicReference<Downstream> downstream = new AtomicReference<>();
+        String logged = CapturedLog.during(() -> {
+            downstream.set(run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE));
+            vts.advanceTimeBy(Duration.ofSeconds(10));
+        });
+
+        assertSame(permanent, downstream.get().error.get());
+        assertTrue(logged.contains("ERROR " + ClaimLoop.class.getName()), logged);
+        assertTrue(logged.contains("claim loop on queue scripted stopped"), logged);
+        assertTrue(logged.contains(permanent.toString()), logged);
+    }
+
+    @Test
+    void transientRoundFailuresOfAFailoverBackOffAndTheStreamGoesOn() {
+        ScriptedQueue queue = queue(keys(3).toArray(String[]::new));
+        // What a failover throws at a worker: a pool's dead idle connections, a send on a closed
+        // connection, a promoted primary with no connection slot free yet.
+        queue.roundFailures.add(new R2dbcNonTransientResourceException("Connection validation failed"));
+        queue.roundFailures.add(AbortedException.beforeSend());
+        queue.roundFailures.add(new R2dbcNonTransientResourceException("sorry, too many clients already", "53300"));
+
+        Downstream downstream = run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(30));
+
+        assertNull(downstream.error.get());
+        assertEquals(keys(3), downstream.received);
+        downstream.dispose();
     }
 
     // ---------------------------------------------------------------- cancellation mid-round
