@@ -471,8 +471,16 @@ public final class GroupCommit<T, R> {
                 if (error != null) {
                     // One line per failed write, without a stack trace: during an outage every
                     // write fails the same way, and each caller receives the exception itself.
-                    log.error("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(), name,
-                            error.getMessage() != null ? error.getMessage() : error.toString());
+                    // A failure the callers' loops ride out (a lost connection, a failover) is a
+                    // WARN: during a failover an ERROR per merged claim would bury the one that matters.
+                    String message = error.getMessage() != null ? error.getMessage() : error.toString();
+                    if (SqlStates.isTransient(error)) {
+                        log.warn("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(),
+                                name, message);
+                    } else {
+                        log.error("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(),
+                                name, message);
+                    }
                     log.debug("group-committed {} failure on queue {}", operation, name, error);
                 }
             }
