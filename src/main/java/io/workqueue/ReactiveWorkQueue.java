@@ -314,11 +314,13 @@ public interface ReactiveWorkQueue<K> {
      *
      * <p><b>Database errors.</b> After a short claim it waits with
      * {@link #awaitWork(Duration) awaitWork(poll)}. Transient failures — a lost connection, no
-     * connection from the pool in time, a server that turned read-only (SQLSTATE 25006, an old
-     * primary back as a standby), SQLSTATE 40001 or 40P01, an acknowledgement that did not commit
-     * within {@link WorkQueueConfig#writeTimeout()} ({@link WriteTimeoutException}) — are logged and
+     * connection from the pool in time, a pooled connection that failed its validation (no
+     * SQLSTATE: the dead connections a pool kept idle through a failover), no free connection slot
+     * (SQLSTATE 53300), a server that turned read-only (SQLSTATE 25006, an old primary back as a
+     * standby), SQLSTATE 40001 or 40P01, an acknowledgement that did not commit within
+     * {@link WorkQueueConfig#writeTimeout()} ({@link WriteTimeoutException}) — are logged and
      * retried with bounded back-off, keeping the acknowledgements; any other error terminates the
-     * stream (unacknowledged items then lapse and are handed out again). A statement (acknowledging
+     * stream, logged at ERROR (unacknowledged items then lapse and are handed out again). A statement (acknowledging
      * and claiming) with no answer within the options' lease is abandoned and counts as transient: a
      * connection that went half-open (a network cut) gives no other sign, and an answer that late
      * could only hand out leases that have lapsed. Abandoning it closes its connection. A stored key
@@ -376,10 +378,11 @@ public interface ReactiveWorkQueue<K> {
      *
      * <p>Cold: nothing is claimed until subscription, and each subscription claims for itself. It
      * never completes by itself. Emits on driver threads. Errors: a transient failure (a lost
-     * connection, no connection from the pool in time, a server that turned read-only, SQLSTATE
-     * 25006, 40001, 40P01; only the driver's, the pool's and the network's own failures count) is
-     * logged and retried with bounded exponential back-off, and the stream continues; any other
-     * error terminates it, and so does a lease under one microsecond or a poll that is not positive
+     * connection, no connection from the pool in time, a pooled connection that failed its
+     * validation, no free connection slot, a server that turned read-only, SQLSTATE 53300, 25006,
+     * 40001, 40P01; only the driver's, the pool's and the network's own failures count) is logged
+     * and retried with bounded exponential back-off, and the stream continues; any other error
+     * terminates it, logged at ERROR, and so does a lease under one microsecond or a poll that is not positive
      * ({@code IllegalArgumentException}). A claim with no answer within {@code lease} is abandoned
      * (its connection closed) and counts as transient: a connection that went half-open (a network
      * cut) gives no other sign, and its answer could only hand out leases that have lapsed.
