@@ -7,7 +7,8 @@
 #
 # Phases: clean, pinned (an idle transaction holds the horizon), readers (four overlapping
 # REPEATABLE READ snapshots), overload (the producer offers --overload-rate, by default 3x --rate;
-# 1.5x the drain ceiling run.sh measures overloads the fleet), recovery.
+# 1.5x the drain ceiling run.sh measures overloads the fleet), recovery. At each phase end it
+# EXPLAIN ANALYZEs the claim from the head, the cursor claim and the look.
 #
 # Vacuum behaviour is the point, so it runs on a PostgreSQL cluster of its own with the server's
 # default settings (autovacuum on): the machine's main server may run with autovacuum off, and
