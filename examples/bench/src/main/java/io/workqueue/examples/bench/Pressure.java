@@ -6,6 +6,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.spi.Connection;
 import io.workqueue.Horizon;
+import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkQueueMeters;
@@ -48,7 +49,12 @@ import reactor.core.scheduler.Schedulers;
  * {@code REPEATABLE READ} transactions, each holding its snapshot for 20 s, started 5 s apart, so
  * the horizon is never free); {@code overload} (nothing held, the producer offers
  * {@code --overload-rate}, by default three times {@code --rate}: set it to 1.5 times the drain
- * ceiling {@code run.sh} measures to overload the fleet); {@code recovery} (nothing held). Run it through
+ * ceiling {@code run.sh} measures to overload the fleet); {@code recovery} (nothing held);
+ * {@code crash} (nothing held; as it starts, a fleet member, a queue instance of its own, claims up
+ * to {@code --rate} items with a 5 s lease and dies holding them: see {@link FleetCrash});
+ * {@code crash-pinned} (the same crash while the horizon is held: by the {@code pinned} phase just
+ * before, whose transaction it keeps open, so {@code pinned:300,crash-pinned:60} crashes five
+ * minutes into a pin; or, after any other phase, by a transaction it opens). Run it through
  * {@code examples/bench/pressure.sh}, which gives it a cluster of its own with autovacuum on:
  * numbers about vacuum taken on a server with autovacuum off describe nothing real.
  */
@@ -57,9 +63,16 @@ public final class Pressure {
     private static final String PREFIX = "pressure";
     private static final String QUEUE = "pressure";
 
-    private static final List<String> PHASES = List.of("clean", "pinned", "readers", "overload", "recovery");
+    private static final List<String> PHASES =
+            List.of("clean", "pinned", "readers", "overload", "recovery", "crash", "crash-pinned");
+    /** The crashing fleet member's lease. */
+    private static final Duration MEMBER_LEASE = Duration.ofSeconds(5);
 
-    private record Phase(String name, int seconds) {}
+    private record Phase(String name, int seconds) {
+        boolean holdsHorizon() {
+            return name.equals("pinned") || name.equals("crash-pinned");
+        }
+    }
 
     /**
      * One 5 s window of measurements; the looks are the survivors' (how many ended, their mean
@@ -93,6 +106,8 @@ public final class Pressure {
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong completed = new AtomicLong();
     private final ConcurrentLinkedQueue<Double> pickups = new ConcurrentLinkedQueue<>();
+    /** The crash being watched, if any. */
+    private volatile FleetCrash crash;
     private volatile String phase = "setup";
     /** The rate the producer offers now: {@link #rate}, or {@link #overloadRate} in an overload phase. */
     private volatile int offering;
@@ -145,7 +160,7 @@ public final class Pressure {
         }
     }
 
-    private void run() throws IOException {
+    private void run() throws IOException, InterruptedException {
         String autovacuum = db.queryString("SHOW autovacuum");
         if (!"on".equals(autovacuum)) {
             System.err.println("WARNING: autovacuum is " + autovacuum + " on this server; vacuum numbers will not be"
@@ -165,7 +180,7 @@ public final class Pressure {
 
         List<Disposable> running = new ArrayList<>();
         for (int w = 0; w < workers; w++) {
-            running.add(queue.process(item -> Mono.fromRunnable(() -> picked(item.key())),
+            running.add(queue.process(item -> Mono.fromRunnable(() -> picked(item)),
                             WorkerOptions.builder().concurrency(batch).claimBatch(batch)
                                     .lease(Duration.ofSeconds(60)).poll(Duration.ofMillis(50)).build())
                     .subscribe(item -> completed.incrementAndGet(),
@@ -196,6 +211,7 @@ public final class Pressure {
 
         List<Window> windows = new ArrayList<>();
         List<PhasePlans> plans = new ArrayList<>();
+        List<FleetCrash.Result> crashes = new ArrayList<>();
         Connection holder = null;
         List<Connection> readers = new ArrayList<>();
         long lastSent = 0;
@@ -209,8 +225,15 @@ public final class Pressure {
             String label = (index + 1) + " " + p.name();
             phase = label;
             System.err.printf(Locale.ROOT, "phase %s for %d s%n", p.name(), p.seconds());
-            if (p.name().equals("pinned")) {
+            if (p.holdsHorizon() && holder == null) {
                 holder = openTransaction("BEGIN", "SELECT txid_current()");
+            }
+            if (p.name().startsWith("crash")) {
+                // Its items are timed by the crash from their lease end, not as pickups from enqueue.
+                FleetCrash starting = new FleetCrash(label, db, config, table, rate, batch, MEMBER_LEASE,
+                        submittedAt::remove);
+                crash = starting;
+                starting.start();
             }
             offering = p.name().equals("overload") ? overloadRate : rate;
             long phaseEnd = System.nanoTime() + Duration.ofSeconds(p.seconds()).toNanos();
@@ -260,8 +283,20 @@ public final class Pressure {
                     windowStart = now;
                 }
             }
+            FleetCrash ended = crash;
+            if (ended != null) {
+                crash = null;
+                FleetCrash.Result result = ended.result();
+                crashes.add(result);
+                System.err.printf(Locale.ROOT, "crash in %s: %d held, %d back (%d flagged reclaimed); after lease end"
+                                + " p50 %.0f ms p99 %.0f ms max %.0f ms; at most %d newer items ahead of one%n",
+                        label, result.held(), result.back(), result.backFlaggedReclaimed(), result.p50Ms(),
+                        result.p99Ms(), result.maxMs(), result.newerAheadMost());
+            }
             plans.add(explainPhaseEnd(label));
-            if (holder != null) {
+            // A crash-pinned phase crashes under the pin of the pinned phase before it, same transaction.
+            boolean pinGoesOn = index + 1 < phases.size() && phases.get(index + 1).name().equals("crash-pinned");
+            if (holder != null && !pinGoesOn) {
                 close(holder);
                 holder = null;
             }
@@ -272,11 +307,15 @@ public final class Pressure {
         ticks.dispose();
         queue.close().block(Duration.ofSeconds(30));
         pool.disposeLater().block();
-        write(windows, plans);
+        write(windows, plans, crashes);
     }
 
-    private void picked(String key) {
-        Long at = submittedAt.remove(key);
+    private void picked(Item<String> item) {
+        FleetCrash c = crash;
+        if (c != null) {
+            c.handedOut(item);
+        }
+        Long at = submittedAt.remove(item.key());
         if (at != null) {
             pickups.add((System.nanoTime() - at) / 1e6);
         }
@@ -363,7 +402,8 @@ public final class Pressure {
         return new Explained(buffers, time);
     }
 
-    private void write(List<Window> windows, List<PhasePlans> plans) throws IOException {
+    private void write(List<Window> windows, List<PhasePlans> plans, List<FleetCrash.Result> crashes)
+            throws IOException {
         Files.createDirectories(out);
         StringBuilder csv = new StringBuilder("at_s,phase,offered_per_s,completed_per_s,backlog,pickup_p50_ms,"
                 + "pickup_p99_ms,dead_tuples,horizon_s,looks,look_mean_ms,look_found_bands,load1\n");
@@ -431,6 +471,31 @@ public final class Pressure {
                 + " library times a look), the claim from the head (`claimDue`, what an"
                 + " instance claims with before its first look or with more than 32 bands) and the claim of band 0"
                 + " from a cursor (`claimFromCursors`).\n");
+        if (!crashes.isEmpty()) {
+            md.append("\n## A fleet member dies holding leases\n\n")
+                    .append("As each crash phase starts, a fleet member (a queue instance of its own over the same queue,"
+                            + " on its own pool) claims up to " + rate + " items, " + batch + " a claim, for at most "
+                            + FleetCrash.CLAIMING.toSeconds() + " s, with a " + MEMBER_LEASE.toSeconds() + " s lease,"
+                            + " then dies holding them: no complete, no release, its sessions close. \"Back\" is an"
+                            + " item's next hand-out by one of the " + workers + " surviving workers (its handler"
+                            + " starting), timed from the member's lease end read from the table. \"Newer items ahead\""
+                            + " is the most items enqueued after one of the member's items that the survivors handed"
+                            + " out while it was due again and not yet back. The member's items are left out of the"
+                            + " pickup columns above.\n\n")
+                    .append("| phase | held | claimed in | back by phase end | flagged reclaimed | after lease end p50 |"
+                            + " p99 | max | newer items ahead (most for one item) |\n")
+                    .append("|---|---|---|---|---|---|---|---|---|\n");
+            for (FleetCrash.Result r : crashes) {
+                md.append(String.format(Locale.ROOT, "| %s | %d | %.1f s | %d | %d | %.0f ms | %.0f ms | %.0f ms | %d |%n",
+                        r.phase(), r.held(), r.claimingSeconds(), r.back(), r.backFlaggedReclaimed(), r.p50Ms(),
+                        r.p99Ms(), r.maxMs(), r.newerAheadMost()));
+            }
+            int estimated = crashes.stream().mapToInt(FleetCrash.Result::leaseEndsEstimated).sum();
+            if (estimated > 0) {
+                md.append("\n").append(estimated).append(" lease ends were estimated (claim returned + lease): a"
+                        + " survivor had the item before the member's leases were read back.\n");
+            }
+        }
         Files.writeString(out.resolve("README.md"), md);
 
         Map<String, List<double[]>> series = new LinkedHashMap<>();
