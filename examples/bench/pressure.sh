@@ -4,10 +4,15 @@
 #   examples/bench/pressure.sh     # 5,000 keys/s; phases clean:60,pinned:180,recovery:90,readers:60,recovery:90
 #   examples/bench/pressure.sh --rate 10000 --phases clean:60,pinned:600,recovery:120 --out docs/benchmarks/pressure-10k
 #   examples/bench/pressure.sh --overload-rate 24000 --phases clean:30,overload:60,recovery:120 --out docs/benchmarks/pressure-overload
+#   examples/bench/pressure.sh --phases clean:60,crash:60,pinned:300,crash-pinned:60,recovery:60 --out docs/benchmarks/pressure-crash
 #
 # Phases: clean, pinned (an idle transaction holds the horizon), readers (four overlapping
 # REPEATABLE READ snapshots), overload (the producer offers --overload-rate, by default 3x --rate;
-# 1.5x the drain ceiling run.sh measures overloads the fleet), recovery.
+# 1.5x the drain ceiling run.sh measures overloads the fleet), recovery, crash (as it starts, a fleet
+# member claims up to --rate items with a 5 s lease and dies holding them; how long after their
+# lease ended the surviving workers hand them out again), crash-pinned (the same while the horizon
+# is held: by the pinned phase just before, whose transaction it keeps, or by one it opens). At
+# each phase end it EXPLAIN ANALYZEs the claim from the head, the cursor claim and the look.
 #
 # Vacuum behaviour is the point, so it runs on a PostgreSQL cluster of its own with the server's
 # default settings (autovacuum on): the machine's main server may run with autovacuum off, and

@@ -2,27 +2,41 @@ package io.workqueue.examples.bench;
 
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
+import java.time.Duration;
 
 /**
  * The exact statements the library issues, read from its package-private {@code Sql} class by
  * reflection, so baselines run the library's own text (the enqueue baselines bind it directly; the
  * pgbench scripts are checked against it). They are rendered as for a queue with the defaults: no
- * notification, and completed rows kept until reaped.
+ * notification, and completed rows kept until reaped. Also how the library paces its looks, read
+ * from {@code CursorLook} the same way, so a report that says when the next look runs says what
+ * the library does.
  */
 final class LibrarySql {
+    /** The claim from the head of the due index, in exact claim order. */
     final String claimDue;
     /** The claim most claims are: each band read from its cursor ($5 bands, $6 cursors in microseconds). */
     final String claimFromCursors;
     final String completeKeys;
     final String completeAndClaim;
     final String enqueue;
+    /** The look behind the claim cursors: the first due item of every band ($1 queue, $2 attempt limit). */
+    final String lookBehindCursors;
 
-    private LibrarySql(Object sql) throws ReflectiveOperationException {
+    /** How the library paces looks: at least this long apart ... */
+    final Duration lookMinInterval;
+    /** ... and this many times the last one's duration. */
+    final int lookCostFactor;
+
+    private LibrarySql(Object sql, Class<?> look) throws ReflectiveOperationException {
         this.claimDue = field(sql, "claimDue");
         this.claimFromCursors = field(sql, "claimFromCursors");
         this.completeKeys = field(sql, "completeKeys");
         this.completeAndClaim = field(sql, "completeAndClaim");
         this.enqueue = field(sql, "enqueue");
+        this.lookBehindCursors = field(sql, "lookBehindCursors");
+        this.lookMinInterval = Duration.ofNanos((Long) constant(look, "MIN_INTERVAL_NANOS"));
+        this.lookCostFactor = (Integer) constant(look, "COST_FACTOR");
     }
 
     static LibrarySql forPrefix(String prefix) {
@@ -30,10 +44,18 @@ final class LibrarySql {
             Class<?> type = Class.forName("io.workqueue.postgres.Sql");
             Constructor<?> constructor = type.getDeclaredConstructor(String.class, boolean.class, boolean.class);
             constructor.setAccessible(true);
-            return new LibrarySql(constructor.newInstance(prefix, false, false));
+            return new LibrarySql(constructor.newInstance(prefix, false, false),
+                    Class.forName("io.workqueue.postgres.CursorLook"));
         } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("cannot read the library's statements (io.workqueue.postgres.Sql)", e);
+            throw new IllegalStateException("cannot read the library's statements (io.workqueue.postgres.Sql,"
+                    + " CursorLook)", e);
         }
+    }
+
+    private static Object constant(Class<?> type, String name) throws ReflectiveOperationException {
+        Field field = type.getDeclaredField(name);
+        field.setAccessible(true);
+        return field.get(null);
     }
 
     private static String field(Object sql, String name) throws ReflectiveOperationException {
