@@ -469,27 +469,68 @@ WHERE q.queue_name = expired.queue_name AND q.item_key = expired.item_key
 -- stats
 --   $1 queue text: the logical queue's name
 --   $2 attempt limit int: 0 means unlimited
+-- Sized by the backlog, never by the history: the pending counts read the rows the
+-- partial due index holds (its predicate is the WHERE below), and the completed
+-- count stops at 10001, newest first through the reap index, where reaped and not
+-- yet vacuumed entries are rarest.
 SELECT
-    count(*) FILTER (WHERE completed_at IS NULL) AS pending,
+    count(*) AS pending,
     count(*) FILTER (WHERE completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int)) AS ready,
     count(*) FILTER (WHERE completed_at IS NULL AND lease_until > now()) AS leased,
     count(*) FILTER (WHERE completed_at IS NULL AND $2::int > 0 AND attempts >= $2::int) AS stalled,
-    count(*) FILTER (WHERE completed_at IS NOT NULL) AS completed,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM work_queue_items
+        WHERE queue_name = $1::text AND completed_at IS NOT NULL
+        ORDER BY completed_at DESC
+        LIMIT 10001) AS newest) AS completed,
     -- How long the longest-waiting ready item has been claimable, on the database
-    -- clock, in microseconds (0 when nothing is ready). An item became claimable
-    -- when it was available and any lease on it had lapsed, whichever was later.
+    -- clock, in microseconds (0 when nothing is ready).
     COALESCE(
         (EXTRACT(EPOCH FROM now() - min(GREATEST(available_at, lease_until)) FILTER (WHERE completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
-    AND ($2::int = 0 OR attempts < $2::int)))
-            * 1000000)::bigint,
+    AND ($2::int = 0 OR attempts < $2::int))) * 1000000)::bigint,
         0) AS oldest_ready_us
 FROM work_queue_items
-WHERE queue_name = $1::text;
+WHERE queue_name = $1::text AND completed_at IS NULL;
+
+-- readyLongerThan
+--   $1 queue text: the logical queue's name
+--   $2 attempt limit int: 0 means unlimited
+--   $3 threshold bigint: microseconds
+-- The health check: one answer, not five counts. One index descent per priority
+-- band that has pending items (a loose scan of the partial due index), then, in
+-- each band, only the entries available before the threshold, in order, stopping
+-- at the first that has been ready longer than it. What it reads past is items
+-- that are leased or out of attempts: in flight, not history.
+WITH RECURSIVE bands AS (
+    (SELECT priority FROM work_queue_items
+     WHERE queue_name = $1::text AND completed_at IS NULL
+     ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT q.priority FROM work_queue_items AS q
+            WHERE q.queue_name = $1::text AND q.completed_at IS NULL AND q.priority < bands.priority
+            ORDER BY q.priority DESC LIMIT 1)
+    FROM bands
+    WHERE bands.priority IS NOT NULL
+)
+SELECT EXISTS (
+    SELECT 1
+    FROM bands
+    CROSS JOIN LATERAL (
+        SELECT 1 FROM work_queue_items
+        WHERE queue_name = $1::text AND priority = bands.priority
+            AND available_at <= now() - $3::bigint * INTERVAL '1 microsecond'
+            AND completed_at IS NULL
+    AND lease_until <= now()
+    AND available_at <= now()
+    AND ($2::int = 0 OR attempts < $2::int)
+            AND GREATEST(available_at, lease_until) <= now() - $3::bigint * INTERVAL '1 microsecond'
+        LIMIT 1) AS late
+) AS late;
 
 -- enqueue (notifying)
 --   $1 queue text: the logical queue's name

@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
+import java.util.Objects;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
@@ -525,8 +526,11 @@ public interface ReactiveWorkQueue<K> {
     /**
      * A health snapshot of this queue, read in one statement on the database clock; see
      * {@link Stats}. Also sets the {@code workqueue.depth}, {@code .ready}, {@code .stalled} and
-     * {@code .oldest.ready.age} gauges when metrics are recorded. Reads every row of the queue,
-     * history included, so call it every few seconds at most.
+     * {@code .oldest.ready.age} gauges when metrics are recorded. Costs what the pending items
+     * cost, never what the history costs: it reads the pending rows, and counts completed ones
+     * only up to {@link Stats#COMPLETED_COUNT_LIMIT} (see {@link Stats#completedCapped()}). A
+     * deep backlog still makes it a read of every pending row, so for a health check, which needs
+     * one age against one threshold, use {@link #readyLongerThan(Duration)}.
      *
      * <p>Cold: subscribing runs the statement; the {@code Mono} emits the snapshot on a driver
      * thread. Errors: the statement's own failure. Cancelling mid-statement cancels the read on
@@ -535,6 +539,36 @@ public interface ReactiveWorkQueue<K> {
      * @return a cold {@code Mono} of the snapshot
      */
     Mono<Stats> stats();
+
+    /**
+     * Whether an item has been ready (claimable) for longer than {@code threshold}: the health
+     * check's question, "is the queue keeping up?", answered without counting anything. Agrees with
+     * {@code stats().oldestReadyAge().compareTo(threshold) > 0} read at the same instant, on the
+     * database clock.
+     *
+     * <p>Cost: the PostgreSQL queue reads one index entry per priority band with pending items,
+     * plus, in each band, the entries of items available before the threshold that are leased or
+     * out of attempts, stopping at the first late one; never the history, and not the rest of
+     * the backlog. This default reads {@link #stats()}; implementations should do better.
+     *
+     * <p>Cold: subscribing runs one statement; the {@code Mono} emits on a driver thread.
+     * Errors: a {@code null} or negative threshold is an {@link IllegalArgumentException} (a
+     * {@code NullPointerException} for {@code null}) at subscription, failing only this call; else
+     * the statement's own failure. Cancelling mid-statement cancels the read on the server.
+     *
+     * @param threshold how long an item may have been ready before it counts as late; zero or
+     *                  more (longer than a century is taken as a century)
+     * @return a cold {@code Mono} of {@code true} if some item has been ready longer
+     */
+    default Mono<Boolean> readyLongerThan(Duration threshold) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(threshold, "threshold");
+            if (threshold.isNegative()) {
+                return Mono.error(new IllegalArgumentException("threshold must not be negative: " + threshold));
+            }
+            return stats().map(stats -> stats.oldestReadyAge().compareTo(threshold) > 0);
+        });
+    }
 
     /**
      * What is holding back the database's MVCC horizon, read in one statement on the database

@@ -9,6 +9,11 @@ import org.jspecify.annotations.Nullable;
  * statement on the database clock: how many items are in each state, and how long the
  * longest-waiting ready item has waited.
  *
+ * <p><b>Cost.</b> Every count but {@link #completed()} is exact and costs what the pending items
+ * cost (a read of the rows the partial due index holds), never what the history costs; the
+ * completed count stops at {@link #COMPLETED_COUNT_LIMIT} ({@link #completedCapped()} then says
+ * so), because an exact one is a scan of every completed row kept for the retention.
+ *
  * <p>Immutable and thread-safe. <b>Growth.</b> An output of the queue, free to gain counts: a final
  * class, not a record, so that a later release can add an accessor without breaking code compiled
  * against this one. The queue makes instances; {@link #of} exists for tests, fakes and mocks, and
@@ -16,19 +21,30 @@ import org.jspecify.annotations.Nullable;
  * gives them a documented default). Equality is by value.
  */
 public final class Stats {
+    /**
+     * The most completed items {@link ReactiveWorkQueue#stats()} counts: past it the count stops,
+     * {@link #completed()} reports this number and {@link #completedCapped()} is {@code true}.
+     * Counting further would cost a read per completed row kept, which with a day's retention is
+     * millions.
+     */
+    public static final long COMPLETED_COUNT_LIMIT = 10_000;
+
     private final long pending;
     private final long ready;
     private final long leased;
     private final long stalled;
     private final long completed;
+    private final boolean completedCapped;
     private final Duration oldestReadyAge;
 
-    private Stats(long pending, long ready, long leased, long stalled, long completed, Duration oldestReadyAge) {
+    private Stats(long pending, long ready, long leased, long stalled, long completed, boolean completedCapped,
+            Duration oldestReadyAge) {
         this.pending = pending;
         this.ready = ready;
         this.leased = leased;
         this.stalled = stalled;
         this.completed = completed;
+        this.completedCapped = completedCapped;
         this.oldestReadyAge = Objects.requireNonNull(oldestReadyAge, "oldestReadyAge");
     }
 
@@ -42,12 +58,33 @@ public final class Stats {
      * @param stalled        see {@link #stalled()}
      * @param completed      see {@link #completed()}
      * @param oldestReadyAge see {@link #oldestReadyAge()}
-     * @return the snapshot
+     * @return the snapshot, with {@link #completedCapped()} {@code false}: {@code completed} is taken
+     *         as an exact count, whatever its size
      * @throws NullPointerException if {@code oldestReadyAge} is {@code null}
      */
     public static Stats of(long pending, long ready, long leased, long stalled, long completed,
             Duration oldestReadyAge) {
-        return new Stats(pending, ready, leased, stalled, completed, oldestReadyAge);
+        return new Stats(pending, ready, leased, stalled, completed, false, oldestReadyAge);
+    }
+
+    /**
+     * A snapshot whose completed count may have stopped short, as {@link ReactiveWorkQueue#stats()}
+     * emits it.
+     *
+     * @param pending         see {@link #pending()}
+     * @param ready           see {@link #ready()}
+     * @param leased          see {@link #leased()}
+     * @param stalled         see {@link #stalled()}
+     * @param completed       see {@link #completed()}
+     * @param completedCapped see {@link #completedCapped()}: {@code true} when there are more than
+     *                        {@code completed}
+     * @param oldestReadyAge  see {@link #oldestReadyAge()}
+     * @return the snapshot
+     * @throws NullPointerException if {@code oldestReadyAge} is {@code null}
+     */
+    public static Stats of(long pending, long ready, long leased, long stalled, long completed,
+            boolean completedCapped, Duration oldestReadyAge) {
+        return new Stats(pending, ready, leased, stalled, completed, completedCapped, oldestReadyAge);
     }
 
     /**
@@ -89,12 +126,23 @@ public final class Stats {
     }
 
     /**
-     * Completed items not yet reaped.
+     * Completed items not yet reaped, counted up to {@link #COMPLETED_COUNT_LIMIT}: when
+     * {@link #completedCapped()}, there are more than this.
      *
-     * @return zero or more
+     * @return zero or more; at most {@link #COMPLETED_COUNT_LIMIT} from {@link ReactiveWorkQueue#stats()}
      */
     public long completed() {
         return completed;
+    }
+
+    /**
+     * Whether the completed count stopped at its limit: there are more than {@link #completed()}
+     * completed items (show it as "10,000+", not as a count).
+     *
+     * @return {@code true} if {@link #completed()} is a lower bound rather than the count
+     */
+    public boolean completedCapped() {
+        return completedCapped;
     }
 
     /**
@@ -122,6 +170,7 @@ public final class Stats {
                 && leased == that.leased
                 && stalled == that.stalled
                 && completed == that.completed
+                && completedCapped == that.completedCapped
                 && oldestReadyAge.equals(that.oldestReadyAge);
     }
 
@@ -132,7 +181,7 @@ public final class Stats {
      */
     @Override
     public int hashCode() {
-        return Objects.hash(pending, ready, leased, stalled, completed, oldestReadyAge);
+        return Objects.hash(pending, ready, leased, stalled, completed, completedCapped, oldestReadyAge);
     }
 
     /**
@@ -143,6 +192,6 @@ public final class Stats {
     @Override
     public String toString() {
         return "Stats[pending=" + pending + ", ready=" + ready + ", leased=" + leased + ", stalled=" + stalled
-                + ", completed=" + completed + ", oldestReadyAge=" + oldestReadyAge + "]";
+                + ", completed=" + completed + (completedCapped ? "+" : "") + ", oldestReadyAge=" + oldestReadyAge + "]";
     }
 }

@@ -31,8 +31,9 @@ import reactor.core.publisher.Mono;
  * states: never {@code OFFSET}, never a count per page): a page costs an index seek and at most
  * {@link #SCAN_BUDGET} index entries per priority band it touches, however long the queue. A page
  * of a sparse state may hence come back short but with a cursor to go on from. {@link #stats} and
- * {@link #queues()} scan the queue's rows, as the stats read always does: call them at a human's
- * pace, or cache them.
+ * {@link #queues()} are the stats read: they cost what each queue's pending items cost (its
+ * history only up to {@link Stats#COMPLETED_COUNT_LIMIT} completed rows), so call them at a
+ * human's pace, or cache them.
  *
  * <p><b>Writes.</b> Every action takes its row locks in primary-key order, like every writer of
  * the queue, so it cannot deadlock with them; each returns what it changed and is safe to repeat

@@ -63,6 +63,8 @@ class ValueTypesTest {
         assertNotEquals(stats, Stats.of(6, 5, 4, 0, 2, Duration.ofSeconds(1)));
         assertNotEquals(stats, Stats.of(6, 5, 4, 3, 0, Duration.ofSeconds(1)));
         assertNotEquals(stats, Stats.of(6, 5, 4, 3, 2, Duration.ZERO));
+        assertNotEquals(stats, Stats.of(6, 5, 4, 3, 2, true, Duration.ofSeconds(1)));
+        assertEquals(stats, Stats.of(6, 5, 4, 3, 2, false, Duration.ofSeconds(1)));
         assertEquals("Stats[pending=6, ready=5, leased=4, stalled=3, completed=2, oldestReadyAge=PT1S]",
                 stats.toString());
         assertThrows(NullPointerException.class, () -> Stats.of(0, 0, 0, 0, 0, null));

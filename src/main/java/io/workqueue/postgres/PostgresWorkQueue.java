@@ -670,6 +670,23 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     }
 
     @Override
+    public Mono<Boolean> readyLongerThan(Duration threshold) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(threshold, "threshold");
+            if (threshold.isNegative()) {
+                return Mono.error(new IllegalArgumentException("threshold must not be negative: " + threshold));
+            }
+            return inConnection(connection -> Flux.from(connection.createStatement(sql.readyLongerThan)
+                            .bind(0, config.name())
+                            .bind(1, config.maxAttempts())
+                            .bind(2, Durations.micros(Durations.capped(threshold)))
+                            .execute())
+                    .concatMap(result -> result.map((row, meta) -> Boolean.TRUE.equals(row.get("late", Boolean.class))))
+                    .single());
+        });
+    }
+
+    @Override
     public Mono<Horizon> horizon() {
         return Mono.defer(() -> inConnection(connection -> Flux.from(connection.createStatement(Sql.HORIZON).execute())
                         .concatMap(result -> result.map((row, meta) -> Horizon.of(

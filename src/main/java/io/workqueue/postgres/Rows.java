@@ -13,12 +13,15 @@ final class Rows {
 
     /** A row of {@link Sql#stats}: the counts of each state and the age of the oldest ready item. */
     static Stats stats(Readable row) {
+        // The statement counts one past the limit, so "more than the limit" is told from "exactly".
+        long completed = longValue(row.get("completed", Long.class));
         return Stats.of(
                 longValue(row.get("pending", Long.class)),
                 longValue(row.get("ready", Long.class)),
                 longValue(row.get("leased", Long.class)),
                 longValue(row.get("stalled", Long.class)),
-                longValue(row.get("completed", Long.class)),
+                Math.min(completed, Stats.COMPLETED_COUNT_LIMIT),
+                completed > Stats.COMPLETED_COUNT_LIMIT,
                 ofMicros(longValue(row.get("oldest_ready_us", Long.class))));
     }
 

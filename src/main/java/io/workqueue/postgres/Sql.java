@@ -1,5 +1,6 @@
 package io.workqueue.postgres;
 
+import io.workqueue.Stats;
 import io.workqueue.migrations.WorkQueueMigrations;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -107,6 +108,12 @@ final class Sql {
     /** Completed and not yet reaped: what {@code stats().completed} counts. */
     static final String COMPLETED = "completed_at IS NOT NULL";
 
+    /**
+     * When a {@link #DUE} row became claimable: when it was available and any lease on it had
+     * lapsed, whichever was later. What {@code stats().oldestReadyAge} and the health check measure.
+     */
+    static final String READY_SINCE = "GREATEST(available_at, lease_until)";
+
     final String table;
     /**
      * Every statement of this rendering as written (comments included, parameters named in its
@@ -155,6 +162,8 @@ final class Sql {
     final String reapCompleted;
     /** The one-round-trip stats read. */
     final String stats;
+    /** $1 queue, $2 attempt limit, $3 threshold: one row, "late", whether an item has been ready longer. */
+    final String readyLongerThan;
 
     // Parameters, named once: each statement's header lists the ones it takes.
     private static final String P_QUEUE = "$1 queue text: the logical queue's name";
@@ -384,22 +393,58 @@ final class Sql {
                     AND q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM expired))
                 """.formatted(table));
         this.stats = statement("stats", P_QUEUE + "\n" + P_ATTEMPT_LIMIT, """
+                -- Sized by the backlog, never by the history: the pending counts read the rows the
+                -- partial due index holds (its predicate is the WHERE below), and the completed
+                -- count stops at %6$d, newest first through the reap index, where reaped and not
+                -- yet vacuumed entries are rarest.
                 SELECT
-                    count(*) FILTER (WHERE completed_at IS NULL) AS pending,
+                    count(*) AS pending,
                     count(*) FILTER (WHERE %2$s) AS ready,
                     count(*) FILTER (WHERE %4$s) AS leased,
                     count(*) FILTER (WHERE %3$s) AS stalled,
-                    count(*) FILTER (WHERE %5$s) AS completed,
+                    (SELECT count(*) FROM (
+                        SELECT 1 FROM %1$s
+                        WHERE queue_name = $1::text AND %5$s
+                        ORDER BY completed_at DESC
+                        LIMIT %6$d) AS newest) AS completed,
                     -- How long the longest-waiting ready item has been claimable, on the database
-                    -- clock, in microseconds (0 when nothing is ready). An item became claimable
-                    -- when it was available and any lease on it had lapsed, whichever was later.
+                    -- clock, in microseconds (0 when nothing is ready).
                     COALESCE(
-                        (EXTRACT(EPOCH FROM now() - min(GREATEST(available_at, lease_until)) FILTER (WHERE %2$s))
-                            * 1000000)::bigint,
+                        (EXTRACT(EPOCH FROM now() - min(%7$s) FILTER (WHERE %2$s)) * 1000000)::bigint,
                         0) AS oldest_ready_us
                 FROM %1$s
-                WHERE queue_name = $1::text
-                """.formatted(table, DUE, STALLED, LEASED, COMPLETED));
+                WHERE queue_name = $1::text AND completed_at IS NULL
+                """.formatted(table, DUE, STALLED, LEASED, COMPLETED, Stats.COMPLETED_COUNT_LIMIT + 1, READY_SINCE));
+        this.readyLongerThan = statement("readyLongerThan", P_QUEUE + "\n" + P_ATTEMPT_LIMIT
+                + "\n$3 threshold bigint: microseconds", """
+                -- The health check: one answer, not five counts. One index descent per priority
+                -- band that has pending items (a loose scan of the partial due index), then, in
+                -- each band, only the entries available before the threshold, in order, stopping
+                -- at the first that has been ready longer than it. What it reads past is items
+                -- that are leased or out of attempts: in flight, not history.
+                WITH RECURSIVE bands AS (
+                    (SELECT priority FROM %1$s
+                     WHERE queue_name = $1::text AND completed_at IS NULL
+                     ORDER BY priority DESC LIMIT 1)
+                    UNION ALL
+                    SELECT (SELECT q.priority FROM %1$s AS q
+                            WHERE q.queue_name = $1::text AND q.completed_at IS NULL AND q.priority < bands.priority
+                            ORDER BY q.priority DESC LIMIT 1)
+                    FROM bands
+                    WHERE bands.priority IS NOT NULL
+                )
+                SELECT EXISTS (
+                    SELECT 1
+                    FROM bands
+                    CROSS JOIN LATERAL (
+                        SELECT 1 FROM %1$s
+                        WHERE queue_name = $1::text AND priority = bands.priority
+                            AND available_at <= now() - $3::bigint * INTERVAL '1 microsecond'
+                            AND %2$s
+                            AND %3$s <= now() - $3::bigint * INTERVAL '1 microsecond'
+                        LIMIT 1) AS late
+                ) AS late
+                """.formatted(table, DUE, READY_SINCE));
     }
 
     /**

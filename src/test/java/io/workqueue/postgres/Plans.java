@@ -5,10 +5,15 @@ import io.r2dbc.spi.Statement;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
-/** The server's plans for the library's statements, as the plan tests read them; nothing is executed. */
+/**
+ * The server's plans for the library's statements, as the plan tests read them; nothing is
+ * executed, except by {@link #buffersTouched}, which runs the statement to count what it read.
+ */
 final class Plans {
 
     /** Marks a parameter bound as SQL NULL of a type. */
@@ -35,6 +40,37 @@ final class Plans {
                         },
                         Connection::close)
                 .block(Duration.ofSeconds(30));
+    }
+
+    /**
+     * How many shared buffers {@code statement} touched (hit or read) when run with these binds,
+     * from {@code EXPLAIN (ANALYZE, BUFFERS)}: a measure of its cost that, unlike a timing, does
+     * not depend on the machine or on what else runs. Runs the statement, so only for reads.
+     */
+    static long buffersTouched(String statement, Object... binds) {
+        List<String> plan = Mono.usingWhen(TestDatabase.pool().create(),
+                        (Connection c) -> {
+                            Statement explain = c.createStatement("EXPLAIN (ANALYZE, BUFFERS) " + statement);
+                            for (int i = 0; i < binds.length; i++) {
+                                explain.bind(i, binds[i]);
+                            }
+                            return Flux.from(explain.execute())
+                                    .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                                    .collectList();
+                        },
+                        Connection::close)
+                .block(Duration.ofSeconds(60));
+        // The top node's line counts everything beneath it, subplans included; it comes first.
+        String top = plan.stream().filter(line -> line.trim().startsWith("Buffers: shared")).findFirst()
+                .orElseThrow(() -> new AssertionError("no buffer counts in " + String.join("\n", plan)));
+        long touched = 0;
+        for (String kind : List.of("hit", "read")) {
+            Matcher m = Pattern.compile(kind + "=(\\d+)").matcher(top);
+            if (m.find()) {
+                touched += Long.parseLong(m.group(1));
+            }
+        }
+        return touched;
     }
 
     /**

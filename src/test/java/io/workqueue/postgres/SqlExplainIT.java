@@ -55,7 +55,8 @@ class SqlExplainIT {
                         new Integer[] {Sql.PRIOR_LEASE_NONE, Sql.PRIOR_LEASE_LAPSED}}),
                 Map.entry("removeKeys", new Object[] {"q", keys}),
                 Map.entry("reapCompleted", new Object[] {"q", 86_400_000_000L, 1000}),
-                Map.entry("stats", new Object[] {"q", 3}));
+                Map.entry("stats", new Object[] {"q", 3}),
+                Map.entry("readyLongerThan", new Object[] {"q", 3, 1_000_000L}));
     }
 
     private static String statement(String field) {

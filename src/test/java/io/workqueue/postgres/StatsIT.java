@@ -1,6 +1,8 @@
 package io.workqueue.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.workqueue.Entry;
@@ -10,6 +12,7 @@ import io.workqueue.Stats;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.Queues;
 import io.workqueue.testing.TestDatabase;
+import reactor.core.publisher.Mono;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -126,5 +129,83 @@ class StatsIT {
         Stats lapsed = Poll.until(WAIT, "the lease to lapse", () -> queue.stats().block(WAIT), s -> s.leased() == 0);
         assertEquals(1, lapsed.ready());
         assertEquals(1, lapsed.pending());
+    }
+
+    @Test
+    void theCompletedCountStopsAtItsLimitAndSaysSo() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "capped");
+        queue.enqueueKeys("pending").block(WAIT);
+        completedRows(queue, "done-", Stats.COMPLETED_COUNT_LIMIT);
+
+        Stats atLimit = queue.stats().block(WAIT);
+        assertEquals(Stats.COMPLETED_COUNT_LIMIT, atLimit.completed());
+        assertFalse(atLimit.completedCapped(), "exactly the limit is still an exact count");
+        assertEquals(1, atLimit.pending());
+
+        completedRows(queue, "more-", 1);
+        Stats past = queue.stats().block(WAIT);
+        assertEquals(Stats.COMPLETED_COUNT_LIMIT, past.completed());
+        assertTrue(past.completedCapped(), "one past the limit: " + past);
+        assertEquals(1, past.pending(), "the pending counts stay exact");
+        assertTrue(past.toString().contains("completed=" + Stats.COMPLETED_COUNT_LIMIT + "+"), past.toString());
+    }
+
+    @Test
+    void readyLongerThanAgreesWithTheOldestReadyAgeWhateverTheOtherStates() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "late", c -> c.maxAttempts(1));
+        queue.enqueue(Entry.of("ready-10m"), Entry.of("lapsed-3m").withPriority(7), Entry.of("leased-1h").withPriority(9),
+                Entry.of("stalled-1h").withPriority(-4), Entry.of("delayed").withDelay(Duration.ofHours(1)),
+                Entry.of("done-2h")).block(WAIT);
+        queue.complete("done-2h").block(WAIT);
+        // Each state's row made old in the column that would fool a check reading the wrong one.
+        Queues.update(prefix, queue, "ready-10m", "available_at = now() - INTERVAL '10 minutes'");
+        Queues.update(prefix, queue, "lapsed-3m", "available_at = now() - INTERVAL '1 hour', attempts = 0,"
+                + " lease_until = now() - INTERVAL '3 minutes'");
+        Queues.update(prefix, queue, "leased-1h", "available_at = now() - INTERVAL '1 hour', lease_until = now() + INTERVAL '1 hour'");
+        Queues.update(prefix, queue, "stalled-1h", "available_at = now() - INTERVAL '1 hour', attempts = 1");
+        Queues.update(prefix, queue, "done-2h", "available_at = now() - INTERVAL '2 hours'");
+
+        Duration oldestOfAll = queue.stats().block(WAIT).oldestReadyAge();
+        assertTrue(oldestOfAll.compareTo(Duration.ofMinutes(10)) >= 0 && oldestOfAll.compareTo(Duration.ofMinutes(11)) < 0,
+                "the stats see ready-10m as the oldest: " + oldestOfAll);
+        assertLate(queue, true, Duration.ZERO, Duration.ofMinutes(1), Duration.ofMinutes(9));
+        assertLate(queue, false, Duration.ofMinutes(11), Duration.ofMinutes(59), Duration.ofDays(1),
+                Duration.ofSeconds(Long.MAX_VALUE));
+
+        queue.remove("ready-10m").block(WAIT);
+        assertLate(queue, true, Duration.ofMinutes(2));
+        assertLate(queue, false, Duration.ofMinutes(4), Duration.ofMinutes(11));
+        Duration oldest = queue.stats().block(WAIT).oldestReadyAge();
+        assertTrue(oldest.compareTo(Duration.ofMinutes(3)) >= 0 && oldest.compareTo(Duration.ofMinutes(4)) < 0,
+                "the lapsed lease has been ready since it lapsed: " + oldest);
+
+        queue.remove("lapsed-3m").block(WAIT);
+        assertLate(queue, false, Duration.ZERO);
+        assertEquals(Duration.ZERO, queue.stats().block(WAIT).oldestReadyAge());
+    }
+
+    @Test
+    void readyLongerThanRefusesABadThresholdAtSubscriptionOnly() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "late-bad");
+        Mono<Boolean> negative = queue.readyLongerThan(Duration.ofNanos(-1));
+        Mono<Boolean> missing = queue.readyLongerThan(null);
+        assertThrows(IllegalArgumentException.class, () -> negative.block(WAIT));
+        assertThrows(NullPointerException.class, () -> missing.block(WAIT));
+        queue.enqueueKeys("a").block(WAIT);
+        assertTrue(queue.readyLongerThan(Duration.ZERO).block(WAIT), "the queue still answers");
+    }
+
+    private static void assertLate(ReactiveWorkQueue<String> queue, boolean expected, Duration... thresholds) {
+        for (Duration threshold : thresholds) {
+            assertEquals(expected, queue.readyLongerThan(threshold).block(WAIT), "readyLongerThan(" + threshold + ")");
+        }
+    }
+
+    /** {@code n} completed rows written directly: a history, without running it through the queue. */
+    private static void completedRows(ReactiveWorkQueue<String> queue, String keyPrefix, long n) {
+        long written = TestDatabase.queryLong("WITH written AS (INSERT INTO " + Queues.table(prefix)
+                + " (queue_name, item_key, completed_at) SELECT $1, $2 || g, now() FROM generate_series(1, $3::int) AS g"
+                + " RETURNING 1) SELECT count(*) FROM written", queue.name(), keyPrefix, (int) n);
+        assertEquals(n, written);
     }
 }

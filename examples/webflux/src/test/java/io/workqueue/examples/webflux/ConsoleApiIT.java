@@ -99,7 +99,7 @@ class ConsoleApiIT {
         assertThat(queues).containsEntry("actionsEnabled", true);
         assertThat((List<?>) queues.get("queues")).anySatisfy(q -> assertThat(asMap(q))
                 .containsEntry("queue", tiles.name()).containsEntry("table", "webflux_demo").containsKeys("depth",
-                        "ready", "leased", "stalled", "completed", "oldestReadyAgeMillis", "statsAgeMillis"));
+                        "ready", "leased", "stalled", "completed", "completedCapped", "oldestReadyAgeMillis", "statsAgeMillis"));
         Map<String, Object> page = getJson("/workqueue/api/items?table=webflux_demo&queue={q}&state=ready&limit=5", tiles.name());
         assertThat((List<?>) page.get("items")).isNotEmpty();
         client.get().uri("/workqueue/api/items?table=webflux_demo&queue={q}&state=bogus", tiles.name()).exchange()

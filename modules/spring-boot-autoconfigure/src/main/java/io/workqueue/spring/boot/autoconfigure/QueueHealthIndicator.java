@@ -8,15 +8,21 @@ import org.springframework.boot.health.contributor.ReactiveHealthIndicator;
 import reactor.core.publisher.Mono;
 
 /**
- * The health of one queue, from one {@code stats()} read: UP while the oldest ready item has waited
- * at most {@code max-oldest-ready-age}; DOWN when it has waited longer (the queue is stuck or its
- * workers cannot keep up: depth alone cannot tell a deep moving queue from a deep stuck one), or
- * when the read fails or outlasts {@code workqueue.health.timeout} (the database is unreachable).
+ * The health of one queue: UP while no item has been ready for longer than
+ * {@code max-oldest-ready-age}; DOWN when one has (the queue is stuck or its workers cannot keep
+ * up: depth alone cannot tell a deep moving queue from a deep stuck one), or when the check fails
+ * or outlasts {@code workqueue.health.timeout} (the database is unreachable).
  *
- * <p>Details: {@code queue} (the logical name), {@code depth} (items not completed), {@code ready},
- * {@code leased}, {@code stalled}, {@code completed}, {@code oldestReadyAge} and
- * {@code maxOldestReadyAge} (ISO-8601 durations). Each check costs one statement and also updates
- * the queue's gauges. Immutable and thread-safe.
+ * <p>Cost: a healthy check is one {@link ReactiveWorkQueue#readyLongerThan(Duration)} probe, a few
+ * index pages whatever the history and the backlog, so probes from every pod of a fleet cost the
+ * database next to nothing. Only a DOWN check then reads {@code stats()} too (bounded by the
+ * backlog), for details that say why.
+ *
+ * <p>Details: {@code queue} (the logical name) and {@code maxOldestReadyAge}; when DOWN because an
+ * item is late, also {@code depth} (items not completed), {@code ready}, {@code leased},
+ * {@code stalled}, {@code completed} (counted up to {@link Stats#COMPLETED_COUNT_LIMIT}; then
+ * {@code completedCapped} is true) and {@code oldestReadyAge} (ISO-8601 durations). The queue's
+ * gauges come from housekeeping, not from here. Immutable and thread-safe.
  */
 public final class QueueHealthIndicator implements ReactiveHealthIndicator {
     private final ReactiveWorkQueue<?> queue;
@@ -35,31 +41,40 @@ public final class QueueHealthIndicator implements ReactiveHealthIndicator {
     }
 
     /**
-     * Reads the queue's stats once per subscription (cold) and maps them to UP or DOWN; never
-     * signals an error, since a failed or late read is itself the answer (DOWN, with the exception).
-     * Emits on a driver thread, or on Reactor's parallel scheduler when the timeout fires;
-     * cancelling abandons the read (the statement may still finish on the server).
+     * Checks the queue once per subscription (cold) and maps the answer to UP or DOWN; never
+     * signals an error, since a failed or late check is itself the answer (DOWN, with the
+     * exception). The timeout covers the probe and, when DOWN, the stats read. Emits on a driver
+     * thread, or on Reactor's parallel scheduler when the timeout fires; cancelling abandons the
+     * check (its statement is cancelled on the server).
      */
     @Override
     public Mono<Health> health() {
-        return queue.stats()
+        return queue.readyLongerThan(maxOldestReadyAge)
+                .flatMap(late -> late ? queue.stats().map(this::late) : Mono.just(healthy()))
                 .timeout(timeout)
-                .map(this::assess)
                 .onErrorResume(error -> Mono.just(Health.down(error)
                         .withDetail("queue", queue.name())
                         .build()));
     }
 
-    private Health assess(Stats stats) {
-        Health.Builder health = stats.oldestReadyAge().compareTo(maxOldestReadyAge) > 0 ? Health.down() : Health.up();
-        return health.withDetail("queue", queue.name())
+    private Health healthy() {
+        return Health.up()
+                .withDetail("queue", queue.name())
+                .withDetail("maxOldestReadyAge", maxOldestReadyAge.toString())
+                .build();
+    }
+
+    private Health late(Stats stats) {
+        return Health.down()
+                .withDetail("queue", queue.name())
+                .withDetail("maxOldestReadyAge", maxOldestReadyAge.toString())
                 .withDetail("depth", stats.pending())
                 .withDetail("ready", stats.ready())
                 .withDetail("leased", stats.leased())
                 .withDetail("stalled", stats.stalled())
                 .withDetail("completed", stats.completed())
+                .withDetail("completedCapped", stats.completedCapped())
                 .withDetail("oldestReadyAge", stats.oldestReadyAge().toString())
-                .withDetail("maxOldestReadyAge", maxOldestReadyAge.toString())
                 .build();
     }
 }

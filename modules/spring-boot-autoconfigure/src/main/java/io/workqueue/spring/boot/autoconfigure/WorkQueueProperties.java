@@ -836,7 +836,7 @@ public class WorkQueueProperties implements Validator {
 
         /**
          * How old the queue list's stats may be before a view reads them again (in the background,
-         * showing the previous read meanwhile): each is a stats read, which scans the queue.
+         * showing the previous read meanwhile): each is a stats read, which reads every pending row.
          */
         private Duration statsMaxAge = Duration.ofSeconds(5);
 

@@ -142,7 +142,7 @@
       el('td', { className: 'num' }, link(count(q.leased), 'queue', { table: q.table, queue: q.queue, state: 'leased' })),
       el('td', { className: 'num' + (q.stalled > 0 ? ' stalled' : '') },
         link(count(q.stalled), 'queue', { table: q.table, queue: q.queue, state: 'stalled' })),
-      el('td', { className: 'num' }, link(count(q.completed), 'queue', { table: q.table, queue: q.queue, state: 'completed' })),
+      el('td', { className: 'num' }, link(count(q.completed) + (q.completedCapped ? '+' : ''), 'queue', { table: q.table, queue: q.queue, state: 'completed' })),
       el('td', { className: 'num' }, q.ready > 0 ? duration(q.oldestReadyAgeMillis) : '—'),
       el('td', { className: 'num muted' }, q.registered ? String(q.maxAttempts || '∞') : '∞ (not configured here)')));
     const age = data.queues.length ? Math.max(...data.queues.map((q) => q.statsAgeMillis)) : 0;

@@ -68,11 +68,11 @@ class StarterApplicationIT {
             await().atMost(TIMEOUT).until(() -> application.succeeded.containsAll(keys));
             await().atMost(TIMEOUT).until(() -> stats(prefix).completed() == JOBS);
 
-            // Health: UP, with the queue's numbers.
+            // Health: UP, from the cheap probe (the counts are the gauges' and, when DOWN, the details').
             Map<String, Object> health = json(client, "/actuator/health/workqueue");
             assertThat(health).containsEntry("status", "UP");
-            assertThat(details(health, "jobs")).containsEntry("queue", "jobs").containsEntry("depth", 0)
-                    .containsEntry("leased", 0).containsKeys("ready", "stalled", "oldestReadyAge");
+            assertThat(details(health, "jobs")).containsEntry("queue", "jobs").containsKeys("maxOldestReadyAge")
+                    .doesNotContainKeys("depth");
             // Metrics: the library's meters, recorded to the application's registry.
             Map<String, Object> completed = json(client, "/actuator/metrics/workqueue.completed?tag=queue:jobs");
             assertThat(measurement(completed)).isEqualTo(JOBS);

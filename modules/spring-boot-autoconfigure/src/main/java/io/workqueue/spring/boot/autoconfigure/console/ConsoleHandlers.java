@@ -166,6 +166,8 @@ final class ConsoleHandlers {
         view.put("leased", s.leased());
         view.put("stalled", s.stalled());
         view.put("completed", s.completed());
+        // The count stops at Stats.COMPLETED_COUNT_LIMIT: the page shows "10,000+" then.
+        view.put("completedCapped", s.completedCapped());
         view.put("oldestReadyAgeMillis", s.oldestReadyAge().toMillis());
         view.put("statsAgeMillis", statsAge.toMillis());
         view.put("maxAttempts", queue.maxAttempts());

@@ -1,0 +1,106 @@
+package io.workqueue.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.workqueue.Stats;
+import io.workqueue.testing.Queues;
+import io.workqueue.testing.TestDatabase;
+import java.time.Duration;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What {@code stats()} and the health check cost is set by the backlog, not by the history: the
+ * same backlog over 20 times the completed rows touches the same buffers (a count of what the
+ * server read, not a timing). The exact count they replaced is measured beside them, and grows
+ * with the history: the failure this prevents, where a day of retention made every health probe
+ * of every instance a scan of millions of rows.
+ */
+class StatsCostIT {
+    private static final String QUEUE = "costly";
+    private static final int PENDING = 3_000;
+    private static final int SMALL_HISTORY = 20_000;
+    private static final int LARGE_HISTORY = 400_000;
+    /** Microseconds: an hour, which no pending row here has been ready for. */
+    private static final long HOUR_US = 3_600_000_000L;
+
+    /** The read {@code stats()} ran before: every row of the queue, history included. */
+    private static final String EXACT_COUNTS = """
+            SELECT count(*) FILTER (WHERE completed_at IS NULL) AS pending,
+                count(*) FILTER (WHERE completed_at IS NOT NULL) AS completed
+            FROM %s WHERE queue_name = $1""";
+
+    private static Sql small;
+    private static Sql large;
+    private static String largePrefix;
+
+    @BeforeAll
+    static void buildTables() {
+        small = new Sql(table(SMALL_HISTORY), false, false);
+        largePrefix = table(LARGE_HISTORY);
+        large = new Sql(largePrefix, false, false);
+    }
+
+    /** A table whose queue has {@link #PENDING} items in three bands, a tenth leased, over a history. */
+    private static String table(int completed) {
+        String prefix = TestDatabase.createTable();
+        String table = Queues.table(prefix);
+        TestDatabase.execute(
+                "INSERT INTO " + table + " (queue_name, item_key, enqueued_at, available_at, completed_at)"
+                        + " SELECT '" + QUEUE + "', 'done-' || g, now() - INTERVAL '1 day', now() - INTERVAL '1 day',"
+                        + " now() - g * INTERVAL '1 millisecond' FROM generate_series(1, " + completed + ") AS g",
+                "INSERT INTO " + table + " (queue_name, item_key, priority, available_at, lease_until)"
+                        + " SELECT '" + QUEUE + "', 'item-' || g, g % 3, now() - g * INTERVAL '10 milliseconds',"
+                        + " CASE WHEN g % 10 = 0 THEN now() + INTERVAL '1 hour' ELSE 'epoch' END"
+                        + " FROM generate_series(1, " + PENDING + ") AS g",
+                "ANALYZE " + table);
+        return prefix;
+    }
+
+    @Test
+    void theStatsReadTouchesWhatTheBacklogHoldsWhateverTheHistory() {
+        long smallCost = Plans.buffersTouched(small.stats, QUEUE, 0);
+        long largeCost = Plans.buffersTouched(large.stats, QUEUE, 0);
+        long exactSmall = Plans.buffersTouched(EXACT_COUNTS.formatted(small.table), QUEUE);
+        long exactLarge = Plans.buffersTouched(EXACT_COUNTS.formatted(large.table), QUEUE);
+        System.out.printf("stats() buffers: %d with %,d completed, %d with %,d; the exact count: %d and %d%n",
+                smallCost, SMALL_HISTORY, largeCost, LARGE_HISTORY, exactSmall, exactLarge);
+
+        // Whether the planner reads the backlog through a bitmap or in index order can differ
+        // between the two tables (a hundred buffers here); the history's growth is 20 times that.
+        assertTrue(largeCost - smallCost < (exactLarge - exactSmall) / 20,
+                "20x the history must not cost more: " + smallCost + " then " + largeCost
+                        + " buffers, while the history alone grew by " + (exactLarge - exactSmall));
+        assertTrue(exactLarge > 5 * exactSmall,
+                "the exact count grows with the history (" + exactSmall + " then " + exactLarge
+                        + " buffers), which is why stats() stopped making it");
+        assertTrue(largeCost * 4 < exactLarge, "and stats() reads far less than it: " + largeCost + " vs " + exactLarge);
+    }
+
+    @Test
+    void theHealthCheckTouchesAFewPagesWhateverTheHistoryOrBacklog() {
+        // Nothing late: the check walks every band's old entries and finds none.
+        long quietSmall = Plans.buffersTouched(small.readyLongerThan, QUEUE, 0, HOUR_US);
+        long quietLarge = Plans.buffersTouched(large.readyLongerThan, QUEUE, 0, HOUR_US);
+        // Something late at once: the first band's first due entry answers.
+        long lateLarge = Plans.buffersTouched(large.readyLongerThan, QUEUE, 0, 0L);
+        long statsLarge = Plans.buffersTouched(large.stats, QUEUE, 0);
+        System.out.printf("health check buffers: %d and %d when nothing is late, %d when something is;"
+                + " stats() %d%n", quietSmall, quietLarge, lateLarge, statsLarge);
+
+        assertTrue(quietLarge <= quietSmall + 4, "history must not matter: " + quietSmall + " then " + quietLarge);
+        assertTrue(quietLarge <= 40 && lateLarge <= 40,
+                "a few index pages per band, not the backlog: " + quietLarge + ", " + lateLarge);
+        assertTrue(quietLarge * 10 < statsLarge, "far less than the stats read: " + quietLarge + " vs " + statsLarge);
+    }
+
+    @Test
+    void bothStillAnswerRightOverTheLargeHistory() {
+        Stats stats = Queues.over(TestDatabase.pool(), largePrefix, QUEUE, c -> c).stats().block(Duration.ofSeconds(30));
+        assertEquals(PENDING, stats.pending());
+        assertEquals(PENDING / 10, stats.leased());
+        assertEquals(Stats.COMPLETED_COUNT_LIMIT, stats.completed());
+        assertTrue(stats.completedCapped());
+    }
+}
