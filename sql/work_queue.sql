@@ -49,4 +49,26 @@ CREATE INDEX IF NOT EXISTS {{prefix}}work_queue_items_reap_idx
 -- the version, so WorkQueueMigrations.version() can tell what a table is at.
 ALTER TABLE {{prefix}}work_queue_items ADD COLUMN IF NOT EXISTS requested_at TIMESTAMPTZ;
 
-COMMENT ON TABLE {{prefix}}work_queue_items IS 'reactive-workqueue schema 2';
+-- 3: work_queue_queues, a row per logical queue naming the instance that keeps its house for
+-- the fleet, with that instance's last reading. A new table beside the items; nothing rewritten.
+CREATE TABLE IF NOT EXISTS {{prefix}}work_queue_queues (
+    queue_name        TEXT COLLATE "C" PRIMARY KEY,
+    -- The instance keeping house (reap, stats, horizon) until keeper_until on the database
+    -- clock; anyone may take the role over once that has passed.
+    keeper            TEXT        NOT NULL,
+    keeper_until      TIMESTAMPTZ NOT NULL,
+    -- The keeper's last reading (NULL before its first): the stats and the horizon.
+    read_at           TIMESTAMPTZ,
+    pending           BIGINT,
+    ready             BIGINT,
+    leased            BIGINT,
+    stalled           BIGINT,
+    completed         BIGINT,
+    completed_capped  BOOLEAN,
+    oldest_ready_us   BIGINT,
+    horizon_us        BIGINT,
+    horizon_pid       INT,
+    slot_xmin_age     BIGINT
+);
+
+COMMENT ON TABLE {{prefix}}work_queue_items IS 'reactive-workqueue schema 3';

@@ -532,6 +532,55 @@ SELECT EXISTS (
         LIMIT 1) AS late
 ) AS late;
 
+-- keepHouse
+--   $1 queue text: the logical queue's name
+--   $2 keeper text: this instance's name
+--   $3 lease bigint: microseconds the role is held for from now
+-- The housekeeper is chosen on the database, by its clock and one row's lock, so
+-- it holds through a transaction-mode pooler (no session state) and a holder that
+-- stops renewing loses the role when its lease ends, whatever became of it. The
+-- upsert locks only this queue's row, so racing instances queue for a moment.
+WITH taken AS (
+    INSERT INTO work_queue_queues AS k (queue_name, keeper, keeper_until)
+    VALUES ($1::text, $2::text, now() + $3::bigint * INTERVAL '1 microsecond')
+    ON CONFLICT (queue_name) DO UPDATE
+        SET keeper = EXCLUDED.keeper, keeper_until = EXCLUDED.keeper_until
+        WHERE k.keeper = EXCLUDED.keeper OR k.keeper_until <= now()
+    RETURNING k.keeper
+)
+-- The row as it stood before the upsert: the reading a follower reports.
+SELECT
+    EXISTS (SELECT 1 FROM taken) AS kept,
+    COALESCE((SELECT keeper FROM taken), k.keeper) AS keeper,
+    COALESCE((EXTRACT(EPOCH FROM k.keeper_until - now()) * 1000000)::bigint, 0) AS keeper_left_us,
+    (EXTRACT(EPOCH FROM now() - k.read_at) * 1000000)::bigint AS read_ago_us,
+    k.pending, k.ready, k.leased, k.stalled, k.completed, k.completed_capped, k.oldest_ready_us,
+    k.horizon_us, k.horizon_pid, k.slot_xmin_age
+FROM (VALUES (1)) AS one (n)
+LEFT JOIN work_queue_queues AS k ON k.queue_name = $1::text;
+
+-- publishReading
+--   $1 queue text: the logical queue's name
+--   $2 keeper text: this instance's name
+--   $3 pending bigint
+--   $4 ready bigint
+--   $5 leased bigint
+--   $6 stalled bigint
+--   $7 completed bigint
+--   $8 completed capped boolean
+--   $9 oldest ready bigint: microseconds
+--   $10 horizon bigint: microseconds
+--   $11 horizon pid int
+--   $12 slot xmin age bigint
+-- Only while this instance holds the role: a keeper that lost it while reading
+-- leaves its successor's reading alone.
+UPDATE work_queue_queues
+SET read_at = now(), pending = $3::bigint, ready = $4::bigint, leased = $5::bigint,
+    stalled = $6::bigint, completed = $7::bigint, completed_capped = $8::boolean,
+    oldest_ready_us = $9::bigint, horizon_us = $10::bigint, horizon_pid = $11::int,
+    slot_xmin_age = $12::bigint
+WHERE queue_name = $1::text AND keeper = $2::text;
+
 -- enqueue (notifying)
 --   $1 queue text: the logical queue's name
 --   $2 keys text[]: the stored keys, distinct

@@ -524,6 +524,94 @@ public interface ReactiveWorkQueue<K> {
     Mono<Long> reap();
 
     /**
+     * The most {@link #reap()} statements one {@link #reapAll()} runs, so one call cannot run for
+     * ever behind a history that grows as fast as it is deleted.
+     */
+    int MAX_REAPS_PER_CALL = 100;
+
+    /**
+     * Reaps until a {@link #reap()} deletes less than {@link WorkQueueConfig#reapBatchSize()} (the
+     * history past retention is gone) or {@link #MAX_REAPS_PER_CALL} have run: what housekeeping
+     * does each interval. One statement at a time, each its own short transaction.
+     *
+     * <p>Cold: subscribing runs the reaps in turn; the {@code Mono} emits the total deleted on a
+     * driver thread. Errors: the first reap's failure (what it deleted before stays deleted).
+     * Cancelling stops after the statement in flight, which is cancelled on the server.
+     *
+     * @return a cold {@code Mono} of how many rows were deleted in all
+     */
+    default Mono<Long> reapAll() {
+        return Mono.defer(() -> {
+            int fullBatch = config().reapBatchSize();
+            return reap().expand(deleted -> deleted >= fullBatch ? reap() : Mono.empty())
+                    .take(MAX_REAPS_PER_CALL)
+                    .reduce(0L, Long::sum);
+        });
+    }
+
+    /**
+     * One round of housekeeping for this queue, done by one instance of the fleet: this instance
+     * takes (or renews) the role of the queue's housekeeper for {@code lease} if no other holds it,
+     * and then {@linkplain #reapAll() reaps}, reads {@link #stats()} and {@link #horizon()}, and
+     * publishes the reading; if another instance holds the role, it does none of that and reports
+     * the keeper's last published reading instead. Either way the queue's gauges are set from the
+     * reading, so {@code workqueue.depth} and the others mean the same on every instance (on a
+     * non-keeper, as of the keeper's last round: at most about one interval old). Only the keeper
+     * logs the held-horizon WARN.
+     *
+     * <p>The PostgreSQL queue chooses the keeper on the database: one row per logical queue in
+     * {@code work_queue_queues} (schema version 3), taken with an upsert on the database clock,
+     * so it holds behind a transaction-mode pooler and needs no session; a keeper that dies, hangs
+     * or is cut off stops renewing and loses the role when its lease ends. Call it every interval
+     * with a lease somewhat longer than the interval (as {@link #housekeeping(Duration)} does), so
+     * a live keeper keeps the role and a dead one is replaced soon after its missed round. This default does the round unconditionally, electing nothing.
+     *
+     * <p>Cold: each subscription is one round; the {@code Mono} emits what it did on a driver
+     * thread. Errors: a lease under a microsecond (the database clock's resolution) or {@code null} is an
+     * {@link IllegalArgumentException} (a {@code NullPointerException}) at subscription, failing
+     * only this call; a table older than schema version 3 fails with a {@link WorkQueueException}
+     * saying to upgrade it; else the first statement's failure. Cancelling stops the round after
+     * its statement in flight (which is cancelled on the server); the role, if taken, lapses with
+     * its lease.
+     *
+     * @param lease how long this instance holds the role without renewing it; longer than a century
+     *              is taken as a century
+     * @return a cold {@code Mono} of the round's outcome
+     */
+    default Mono<Housekeeping> housekeep(Duration lease) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(lease, "lease");
+            String problem = Durations.leaseProblem(lease);
+            if (problem != null) {
+                return Mono.error(new IllegalArgumentException(problem));
+            }
+            return reapAll().flatMap(reaped -> stats().flatMap(stats -> horizon().map(horizon ->
+                    Housekeeping.of(true, name(), reaped, stats, horizon, Duration.ZERO, lease))));
+        });
+    }
+
+    /**
+     * Keeps this queue's house for as long as it is subscribed: a {@link #housekeep(Duration)}
+     * round at once and then every {@code interval} (measured from each round's start; a round
+     * that outlasts the interval delays the next, never piles up), with a lease of 1.25 intervals.
+     * While another instance keeps the house, the next round comes as soon as that keeper's lease
+     * could have ended (at most an interval later), so the role passes within moments of its
+     * lease ending. The library's own loop for users without Spring; the starter runs it for every
+     * queue.
+     *
+     * <p>A failed round is logged at WARN with its cause and the loop goes on; nothing is
+     * signalled but each round's outcome, on a driver thread or Reactor's parallel scheduler.
+     * Never completes; cancel (dispose) it to stop, which cancels the round in flight.
+     *
+     * @param interval how often to keep house; positive, at least a millisecond (longer than a
+     *                 century is taken as a century)
+     * @return a cold, infinite {@code Flux} of each round's outcome
+     */
+    default Flux<Housekeeping> housekeeping(Duration interval) {
+        return HousekeepingRounds.every(this, interval);
+    }
+
+    /**
      * A health snapshot of this queue, read in one statement on the database clock; see
      * {@link Stats}. Also sets the {@code workqueue.depth}, {@code .ready}, {@code .stalled} and
      * {@code .oldest.ready.age} gauges when metrics are recorded. Costs what the pending items

@@ -23,6 +23,8 @@ public final class SqlStates {
     public static final String DEADLOCK_DETECTED = "40P01";
     /** A statement named a column the table lacks: a table from an older schema version. */
     public static final String UNDEFINED_COLUMN = "42703";
+    /** A table that does not exist: the per-queue table of a schema older than version 3. */
+    public static final String UNDEFINED_TABLE = "42P01";
     /**
      * {@code read_only_sql_transaction}: a write reached a server that accepts no writes, a hot
      * standby (the old primary back after a failover, reached through an address that still names

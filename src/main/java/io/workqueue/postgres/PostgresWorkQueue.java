@@ -12,6 +12,7 @@ import io.r2dbc.spi.Statement;
 import io.r2dbc.spi.Wrapped;
 import io.workqueue.Entry;
 import io.workqueue.Horizon;
+import io.workqueue.Housekeeping;
 import io.workqueue.Item;
 import io.workqueue.KeyCodec;
 import io.workqueue.KeyDecodingException;
@@ -39,6 +40,7 @@ import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
@@ -88,6 +90,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private final CursorLook look;
     /** {@code System.nanoTime()} of the last horizon WARN; 0 before the first. */
     private final AtomicLong lastHorizonWarning = new AtomicLong();
+    /** This instance's name as a housekeeper: unique per instance, readable by an operator. */
+    private final String keeperName = keeperName();
 
     private PostgresWorkQueue(ConnectionFactory connectionFactory, WorkQueueConfig config, KeyCodec<K> codec,
             @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics) {
@@ -670,6 +674,64 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     }
 
     @Override
+    public Mono<Housekeeping> housekeep(Duration lease) {
+        return Mono.defer(() -> {
+            Objects.requireNonNull(lease, "lease");
+            String problem = Durations.leaseProblem(lease);
+            if (problem != null) {
+                return Mono.error(new IllegalArgumentException(problem));
+            }
+            Duration held = Durations.capped(lease);
+            return inConnection(connection -> Flux.from(connection.createStatement(sql.keepHouse)
+                            .bind(0, config.name())
+                            .bind(1, keeperName)
+                            .bind(2, Durations.micros(held))
+                            .execute())
+                    .concatMap(result -> result.map((row, meta) -> Rows.keeperRow(row)))
+                    .single())
+                    .onErrorMap(this::outdatedSchema)
+                    .flatMap(row -> row.kept() ? keepHouse(held) : Mono.just(follow(row)));
+        });
+    }
+
+    /** The keeper's round: reap, read, publish. */
+    private Mono<Housekeeping> keepHouse(Duration lease) {
+        return reapAll().flatMap(reaped -> stats().flatMap(stats -> horizon().flatMap(horizon ->
+                inConnection(connection -> rowsUpdated(connection.createStatement(sql.publishReading)
+                        .bind(0, config.name())
+                        .bind(1, keeperName)
+                        .bind(2, stats.pending())
+                        .bind(3, stats.ready())
+                        .bind(4, stats.leased())
+                        .bind(5, stats.stalled())
+                        .bind(6, stats.completed())
+                        .bind(7, stats.completedCapped())
+                        .bind(8, Durations.micros(stats.oldestReadyAge()))
+                        .bind(9, Durations.micros(horizon.oldestTransactionAge()))
+                        .bind(10, horizon.holderPid())
+                        .bind(11, horizon.replicationSlotXminAge())))
+                        .thenReturn(Housekeeping.of(true, keeperName, reaped, stats, horizon, Duration.ZERO, lease)))));
+    }
+
+    /** Another instance keeps the house: report its reading, gauges included, without the WARN. */
+    private Housekeeping follow(Rows.KeeperRow row) {
+        if (row.stats() != null) {
+            metrics.observed(row.stats());
+        }
+        if (row.horizon() != null) {
+            metrics.observed(row.horizon());
+        }
+        return Housekeeping.of(false, row.keeper(), 0, row.stats(), row.horizon(), row.readingAge(), row.keeperLeaseLeft());
+    }
+
+    /** {@code HOSTNAME} (a pod's name under Kubernetes), the process id and a random suffix. */
+    private static String keeperName() {
+        String host = System.getenv("HOSTNAME");
+        return (host == null || host.isBlank() ? "host" : host) + "/" + ProcessHandle.current().pid() + "/"
+                + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffL);
+    }
+
+    @Override
     public Mono<Boolean> readyLongerThan(Duration threshold) {
         return Mono.defer(() -> {
             Objects.requireNonNull(threshold, "threshold");
@@ -748,7 +810,10 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      * created, fails with "column ... does not exist" (42703): say what to do instead.
      */
     private Throwable outdatedSchema(Throwable error) {
-        if (SqlStates.UNDEFINED_COLUMN.equals(SqlStates.sqlState(error))) {
+        String state = SqlStates.sqlState(error);
+        // A missing column (version 1) or, for housekeeping, the missing per-queue table (version 2).
+        if (SqlStates.UNDEFINED_COLUMN.equals(state)
+                || (SqlStates.UNDEFINED_TABLE.equals(state) && String.valueOf(error.getMessage()).contains(sql.queuesTable))) {
             return new WorkQueueException("table " + sql.table + " is older than this release's schema (version "
                     + WorkQueueMigrations.SCHEMA_VERSION + "): upgrade it in place with WorkQueueMigrations.apply(...),"
                     + " or apply the versioned scripts from WorkQueueMigrations.versionedScript(...); " + error.getMessage(),

@@ -1,6 +1,7 @@
 package io.workqueue.postgres;
 
 import io.r2dbc.spi.Readable;
+import io.workqueue.Horizon;
 import io.workqueue.Stats;
 import java.time.Duration;
 import org.jspecify.annotations.Nullable;
@@ -23,6 +24,32 @@ final class Rows {
                 Math.min(completed, Stats.COMPLETED_COUNT_LIMIT),
                 completed > Stats.COMPLETED_COUNT_LIMIT,
                 ofMicros(longValue(row.get("oldest_ready_us", Long.class))));
+    }
+
+    /** What {@link Sql#keepHouse} returns; stats and horizon are null before the keeper's first reading. */
+    record KeeperRow(boolean kept, String keeper, Duration keeperLeaseLeft, Duration readingAge,
+            @Nullable Stats stats, @Nullable Horizon horizon) {}
+
+    static KeeperRow keeperRow(Readable row) {
+        Long readAgo = row.get("read_ago_us", Long.class);
+        Stats stats = readAgo == null ? null : Stats.of(
+                longValue(row.get("pending", Long.class)),
+                longValue(row.get("ready", Long.class)),
+                longValue(row.get("leased", Long.class)),
+                longValue(row.get("stalled", Long.class)),
+                longValue(row.get("completed", Long.class)),
+                Boolean.TRUE.equals(row.get("completed_capped", Boolean.class)),
+                ofMicros(longValue(row.get("oldest_ready_us", Long.class))));
+        Horizon horizon = readAgo == null ? null : Horizon.of(
+                ofMicros(longValue(row.get("horizon_us", Long.class))),
+                intValue(row.get("horizon_pid", Integer.class)),
+                longValue(row.get("slot_xmin_age", Long.class)));
+        Duration left = ofMicros(longValue(row.get("keeper_left_us", Long.class)));
+        return new KeeperRow(Boolean.TRUE.equals(row.get("kept", Boolean.class)),
+                String.valueOf(row.get("keeper", String.class)),
+                left.isNegative() ? Duration.ZERO : left,
+                readAgo == null ? Duration.ZERO : ofMicros(Math.max(readAgo, 0)),
+                stats, horizon);
     }
 
     /**

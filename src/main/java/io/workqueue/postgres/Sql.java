@@ -1,6 +1,7 @@
 package io.workqueue.postgres;
 
 import io.workqueue.Stats;
+import io.workqueue.internal.base.TableNames;
 import io.workqueue.migrations.WorkQueueMigrations;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -164,6 +165,18 @@ final class Sql {
     final String stats;
     /** $1 queue, $2 attempt limit, $3 threshold: one row, "late", whether an item has been ready longer. */
     final String readyLongerThan;
+    /** The per-queue table: who keeps each queue's house, and its last reading. */
+    final String queuesTable;
+    /**
+     * Takes or renews the role of the queue's housekeeper for a lease, if it is free, lapsed or
+     * already this instance's. One row: "kept" (whether this instance now holds it), "keeper",
+     * "keeper_left_us" (how long the holder's lease runs on), and the holder's last reading
+     * ("read_ago_us", the stats' columns, "horizon_us", "horizon_pid", "slot_xmin_age"; null before
+     * the first), as it stood before this statement.
+     */
+    final String keepHouse;
+    /** Records the keeper's reading, if it still holds the role; returns the row it updated. */
+    final String publishReading;
 
     // Parameters, named once: each statement's header lists the ones it takes.
     private static final String P_QUEUE = "$1 queue text: the logical queue's name";
@@ -445,6 +458,45 @@ final class Sql {
                         LIMIT 1) AS late
                 ) AS late
                 """.formatted(table, DUE, READY_SINCE));
+        this.queuesTable = TableNames.queues(tablePrefix);
+        this.keepHouse = statement("keepHouse", P_QUEUE + "\n$2 keeper text: this instance's name"
+                + "\n$3 lease bigint: microseconds the role is held for from now", """
+                -- The housekeeper is chosen on the database, by its clock and one row's lock, so
+                -- it holds through a transaction-mode pooler (no session state) and a holder that
+                -- stops renewing loses the role when its lease ends, whatever became of it. The
+                -- upsert locks only this queue's row, so racing instances queue for a moment.
+                WITH taken AS (
+                    INSERT INTO %1$s AS k (queue_name, keeper, keeper_until)
+                    VALUES ($1::text, $2::text, now() + $3::bigint * INTERVAL '1 microsecond')
+                    ON CONFLICT (queue_name) DO UPDATE
+                        SET keeper = EXCLUDED.keeper, keeper_until = EXCLUDED.keeper_until
+                        WHERE k.keeper = EXCLUDED.keeper OR k.keeper_until <= now()
+                    RETURNING k.keeper
+                )
+                -- The row as it stood before the upsert: the reading a follower reports.
+                SELECT
+                    EXISTS (SELECT 1 FROM taken) AS kept,
+                    COALESCE((SELECT keeper FROM taken), k.keeper) AS keeper,
+                    COALESCE((EXTRACT(EPOCH FROM k.keeper_until - now()) * 1000000)::bigint, 0) AS keeper_left_us,
+                    (EXTRACT(EPOCH FROM now() - k.read_at) * 1000000)::bigint AS read_ago_us,
+                    k.pending, k.ready, k.leased, k.stalled, k.completed, k.completed_capped, k.oldest_ready_us,
+                    k.horizon_us, k.horizon_pid, k.slot_xmin_age
+                FROM (VALUES (1)) AS one (n)
+                LEFT JOIN %1$s AS k ON k.queue_name = $1::text
+                """.formatted(queuesTable));
+        this.publishReading = statement("publishReading", P_QUEUE + "\n$2 keeper text: this instance's name"
+                + "\n$3 pending bigint\n$4 ready bigint\n$5 leased bigint\n$6 stalled bigint\n$7 completed bigint"
+                + "\n$8 completed capped boolean\n$9 oldest ready bigint: microseconds"
+                + "\n$10 horizon bigint: microseconds\n$11 horizon pid int\n$12 slot xmin age bigint", """
+                -- Only while this instance holds the role: a keeper that lost it while reading
+                -- leaves its successor's reading alone.
+                UPDATE %1$s
+                SET read_at = now(), pending = $3::bigint, ready = $4::bigint, leased = $5::bigint,
+                    stalled = $6::bigint, completed = $7::bigint, completed_capped = $8::boolean,
+                    oldest_ready_us = $9::bigint, horizon_us = $10::bigint, horizon_pid = $11::int,
+                    slot_xmin_age = $12::bigint
+                WHERE queue_name = $1::text AND keeper = $2::text
+                """.formatted(queuesTable));
     }
 
     /**

@@ -33,8 +33,8 @@ class WorkQueueMigrationsTest {
     @Test
     void aPrefixIsJoinedWithAnUnderscoreEverywhere() {
         String sql = WorkQueueMigrations.sql("ddb");
-        assertEquals(List.of("ddb_work_queue_items", "ddb_work_queue_items_due_idx", "ddb_work_queue_items_reap_idx"),
-                createdNames(sql));
+        assertEquals(List.of("ddb_work_queue_items", "ddb_work_queue_items_due_idx", "ddb_work_queue_items_reap_idx",
+                "ddb_work_queue_queues"), createdNames(sql));
         // Every mention of the table carries the prefix, the ON clauses included.
         assertFalse(Pattern.compile("(?<!ddb_)work_queue_items").matcher(sql.replaceAll("--[^\n]*", "")).find(), sql);
         assertEquals(2, countMatches(sql, "ON ddb_work_queue_items "));
@@ -42,15 +42,16 @@ class WorkQueueMigrationsTest {
     }
 
     @Test
-    void statementsAreTheFiveExecutableStatementsWithoutComments() {
+    void statementsAreTheSixExecutableStatementsWithoutComments() {
         List<String> statements = WorkQueueMigrations.statements("ddb");
-        assertEquals(5, statements.size(), statements::toString);
+        assertEquals(6, statements.size(), statements::toString);
         assertTrue(statements.get(0).startsWith("CREATE TABLE IF NOT EXISTS ddb_work_queue_items ("), statements.get(0));
         assertTrue(statements.get(1).startsWith("CREATE INDEX IF NOT EXISTS ddb_work_queue_items_due_idx"), statements.get(1));
         assertTrue(statements.get(2).startsWith("CREATE INDEX IF NOT EXISTS ddb_work_queue_items_reap_idx"), statements.get(2));
         assertEquals("ALTER TABLE ddb_work_queue_items ADD COLUMN IF NOT EXISTS requested_at TIMESTAMPTZ", statements.get(3));
+        assertTrue(statements.get(4).startsWith("CREATE TABLE IF NOT EXISTS ddb_work_queue_queues ("), statements.get(4));
         assertEquals("COMMENT ON TABLE ddb_work_queue_items IS 'reactive-workqueue schema "
-                + WorkQueueMigrations.SCHEMA_VERSION + "'", statements.get(4));
+                + WorkQueueMigrations.SCHEMA_VERSION + "'", statements.get(5));
         for (String statement : statements) {
             assertFalse(statement.contains("--"), statement);
             assertFalse(statement.contains(";"), "one statement each, no terminator: " + statement);

@@ -56,7 +56,10 @@ class SqlExplainIT {
                 Map.entry("removeKeys", new Object[] {"q", keys}),
                 Map.entry("reapCompleted", new Object[] {"q", 86_400_000_000L, 1000}),
                 Map.entry("stats", new Object[] {"q", 3}),
-                Map.entry("readyLongerThan", new Object[] {"q", 3, 1_000_000L}));
+                Map.entry("readyLongerThan", new Object[] {"q", 3, 1_000_000L}),
+                Map.entry("keepHouse", new Object[] {"q", "host/1/ab", 45_000_000L}),
+                Map.entry("publishReading", new Object[] {"q", "host/1/ab", 5L, 4L, 1L, 0L, 10_000L, true, 1_000L,
+                        0L, 0, 0L}));
     }
 
     private static String statement(String field) {
@@ -76,7 +79,7 @@ class SqlExplainIT {
         Set<String> fields = Arrays.stream(Sql.class.getDeclaredFields())
                 .filter(f -> f.getType() == String.class && !Modifier.isStatic(f.getModifiers()))
                 .map(Field::getName)
-                .filter(name -> !name.equals("table"))
+                .filter(name -> !name.equals("table") && !name.equals("queuesTable"))
                 .collect(Collectors.toCollection(TreeSet::new));
         assertEquals(new TreeSet<>(everyStatementWithBinds().keySet()), fields,
                 "a statement was added to Sql without an EXPLAIN case, or one was removed");
@@ -144,8 +147,10 @@ class SqlExplainIT {
     void everyStatementNamesOnlyTheTableOfItsPrefix() {
         for (String field : everyStatementWithBinds().keySet()) {
             String text = statement(field).replaceAll("--[^\n]*", "");
-            assertTrue(text.contains(prefix + "_work_queue_items"), field);
-            assertFalse(text.replace(prefix + "_work_queue_items", "").contains("work_queue_items"), field + ": " + text);
+            // The items table, or (for housekeeping) the per-queue table beside it.
+            assertTrue(text.contains(prefix + "_work_queue_items") || text.contains(prefix + "_work_queue_queues"), field);
+            assertFalse(text.replace(prefix + "_work_queue_items", "").replace(prefix + "_work_queue_queues", "")
+                    .contains("work_queue_"), field + ": " + text);
         }
     }
 

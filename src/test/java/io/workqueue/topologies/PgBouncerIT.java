@@ -10,6 +10,7 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.R2dbcException;
 import io.workqueue.Entry;
+import io.workqueue.Housekeeping;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
@@ -206,6 +207,31 @@ class PgBouncerIT {
                                 .then(Mono.from(commit ? connection.commitTransaction() : connection.rollbackTransaction())),
                         Connection::close)
                 .block(WAIT);
+    }
+
+    @Test
+    void housekeepingElectsOneKeeperThroughThePoolerAndPassesTheRoleOn() {
+        // Three instances share one queue through the pooler: no session outlives a transaction,
+        // so the role must live in a row, on the database clock.
+        String name = TestDatabase.uniqueName("keepers");
+        List<ReactiveWorkQueue<String>> fleet = List.of(
+                Queues.over(pooled, prefix, name, c -> c), Queues.over(pooled, prefix, name, c -> c),
+                Queues.over(pooled, prefix, name, c -> c));
+        fleet.get(0).enqueueKeys("a", "b").block(WAIT);
+        Duration lease = Duration.ofMillis(800);
+        List<Housekeeping> first = Flux.fromIterable(fleet).flatMapSequential(q -> q.housekeep(lease)).collectList()
+                .block(WAIT);
+        assertEquals(1, first.stream().filter(Housekeeping::kept).count(), first.toString());
+        Housekeeping keeper = first.stream().filter(Housekeeping::kept).findFirst().orElseThrow();
+        assertEquals(2, keeper.stats().pending());
+
+        // The keeper stops; once its lease ends, one of the others takes over.
+        ReactiveWorkQueue<String> gone = fleet.get(first.indexOf(keeper));
+        List<ReactiveWorkQueue<String>> rest = fleet.stream().filter(q -> q != gone).toList();
+        Housekeeping successor = Poll.until(WAIT, "a successor", () -> Flux.fromIterable(rest)
+                        .flatMap(q -> q.housekeep(lease)).filter(Housekeeping::kept).next().block(WAIT),
+                outcome -> outcome != null);
+        assertTrue(!successor.keeper().equals(keeper.keeper()), successor + " after " + keeper);
     }
 
     @Test

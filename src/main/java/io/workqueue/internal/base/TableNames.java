@@ -10,6 +10,8 @@ import org.jspecify.annotations.Nullable;
 public final class TableNames {
     /** The table's name without a prefix. */
     public static final String TABLE_BASE_NAME = "work_queue_items";
+    /** The name of the table of per-queue rows (the housekeeper and its reading) without a prefix. */
+    public static final String QUEUES_BASE_NAME = "work_queue_queues";
     /** The suffix of the longest name derived from the table's (its reap index). */
     private static final String LONGEST_SUFFIX = "_reap_idx";
 
@@ -48,5 +50,10 @@ public final class TableNames {
     /** The table's name for a valid prefix. */
     public static String table(String tablePrefix) {
         return rendered(tablePrefix) + TABLE_BASE_NAME;
+    }
+
+    /** The per-queue table's name for a valid prefix. */
+    public static String queues(String tablePrefix) {
+        return rendered(tablePrefix) + QUEUES_BASE_NAME;
     }
 }

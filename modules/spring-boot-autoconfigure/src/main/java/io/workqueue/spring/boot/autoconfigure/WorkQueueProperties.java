@@ -757,8 +757,9 @@ public class WorkQueueProperties implements Validator {
         private boolean enabled = true;
 
         /**
-         * How often: each round reaps every queue (repeating while a reap deletes a full batch) and
-         * reads its stats and horizon.
+         * How often: each round, one instance of the fleet per queue (chosen on the database, for a
+         * lease of 1.25 intervals) reaps it (repeating while a reap deletes a full batch) and reads
+         * its stats and horizon; the others report that reading.
          */
         private Duration interval = Duration.ofSeconds(30);
 
