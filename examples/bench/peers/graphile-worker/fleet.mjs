@@ -76,6 +76,7 @@ async function expect(word) {
 }
 
 const pool = new pg.Pool({ connectionString, max: concurrency + 1, idleTimeoutMillis: 0, application_name: "fleet-graphile" });
+pool.on("error", (e) => process.stderr.write(`graphile-worker peer: pool error: ${e.message}\n`));
 const opened = await Promise.all(Array.from({ length: concurrency + 1 }, () => pool.connect()));
 opened.forEach((c) => c.release());
 say("ready");
