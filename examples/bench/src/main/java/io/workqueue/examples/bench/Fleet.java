@@ -92,7 +92,7 @@ public final class Fleet {
                 o.n = 20_000;
                 o.repeat = 1;
                 o.peerRepeat = 1;
-                o.warmup = 5_000;
+                o.warmup = 2_000;
                 o.txSeconds = 4;
                 o.txRounds = 1;
                 o.hkPending = 10_000;
