@@ -9,8 +9,9 @@
 #
 # Environment: PGHOST (127.0.0.1), PGPORT (5432), PGUSER (postgres), PEER_DB (bench_graphile),
 # GRAPHILE_WORKER_VERSION (^0.18.0; falls back to the newest 0.x that runs on this Node),
-# CONCURRENCY (24), LOCAL_QUEUE_SIZE (500). Prints one JSON line on stdout; exit code 3 means
-# "could not install or run the peer here" (the harness then reports it as skipped).
+# CONCURRENCY (24), LOCAL_QUEUE_SIZE (500), PEER_SCRIPT (drain.mjs; the fleet benchmark runs
+# fleet.mjs, which talks to its parent over stdin and stdout). Prints one JSON line on stdout; exit
+# code 3 means "could not install or run the peer here" (the harness then reports it as skipped).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../../.." && pwd)"
@@ -45,6 +46,7 @@ if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")
     createdb "$db"
 fi
 
-cp "$here/drain.mjs" "$scratch/drain.mjs"
+script="${PEER_SCRIPT:-drain.mjs}"
+cp "$here/$script" "$scratch/$script"
 cd "$scratch"
-N="$n" NO_LOG_SUCCESS=1 DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$db" node drain.mjs
+N="$n" NO_LOG_SUCCESS=1 DATABASE_URL="postgres://$PGUSER@$PGHOST:$PGPORT/$db" exec node "$script"

@@ -87,6 +87,15 @@ final class CpuMeter {
         }
     }
 
+    /**
+     * CPU seconds one process has used so far (its own user and system time), or NaN if it is gone
+     * or {@code /proc} cannot be read: for the sessions of one benchmark on a server others share.
+     */
+    static double processSeconds(long pid) {
+        Stat stat = Stat.read(Path.of("/proc", Long.toString(pid), "stat"));
+        return stat == null ? Double.NaN : stat.ownTicks / TICKS_PER_SECOND;
+    }
+
     /** The fields of {@code /proc/<pid>/stat} this needs. */
     private record Stat(String command, long parent, long ownTicks, long childTicks) {
         static Stat read(Path file) {

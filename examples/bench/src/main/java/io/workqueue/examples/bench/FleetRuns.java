@@ -1,0 +1,659 @@
+package io.workqueue.examples.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.r2dbc.pool.ConnectionPool;
+import io.r2dbc.spi.Connection;
+import io.workqueue.Entry;
+import io.workqueue.Item;
+import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueConfig;
+import io.workqueue.migrations.WorkQueueMigrations;
+import io.workqueue.notify.PgNotificationListener;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/** The phases of {@link Fleet}; each adds its rows to the results, its table and its targets. */
+final class FleetRuns {
+    private final Db db;
+    private final Path repo;
+    private final String database;
+    private final String peerDatabase = System.getenv().getOrDefault("PEER_DB", "bench_fleet_graphile");
+
+    FleetRuns(Db db, Path repo, String database) {
+        this.db = db;
+        this.repo = repo;
+        this.database = database;
+    }
+
+    // ------------------------------------------------------------------ 1. drain
+
+    /** One drain by P members: library or peer. */
+    record DrainRun(String who, int processes, int repeat, long items, double seconds, double tableSeconds,
+            CpuMeter.Use cpu, double sessionSeconds) {
+        double itemsPerSecond() {
+            return seconds > 0 ? items / seconds : Double.NaN;
+        }
+
+        double serverMicrosPerItem() {
+            return items > 0 ? cpu.serverSeconds() * 1e6 / items : Double.NaN;
+        }
+
+        double sessionMicrosPerItem() {
+            return items > 0 ? sessionSeconds * 1e6 / items : Double.NaN;
+        }
+    }
+
+    void drain(Fleet.Options o, Map<String, Object> results, List<Table> tables, List<Map<String, Object>> targets)
+            throws Exception {
+        System.out.println();
+        System.out.printf(Locale.ROOT, "== 1. Drain: %,d keys, P = %s processes × %d/P process() workers (batch %d);"
+                + " Graphile Worker with the same P, concurrency %d in total%n", o.n, o.processes, o.workers, o.batch,
+                o.peerConcurrency);
+        db.migrate(Fleet.PREFIX);
+        db.migrate(Fleet.WARM_PREFIX);
+        List<DrainRun> runs = new ArrayList<>();
+        String peerSkipped = null;
+        for (int r = 1; r <= o.repeat; r++) {
+            for (int p : o.processes) {
+                runs.add(libraryDrain(o, p, r));
+                if (peerSkipped == null && r <= o.peerRepeat) {
+                    DrainRun peer = peerDrain(o, p, r);
+                    if (peer == null) {
+                        peerSkipped = "Graphile Worker could not be installed or run here";
+                    } else {
+                        runs.add(peer);
+                    }
+                }
+            }
+        }
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (DrainRun run : runs) {
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("who", run.who());
+            row.put("processes", run.processes());
+            row.put("repeat", run.repeat());
+            row.put("items", run.items());
+            row.put("seconds", Bench.round(run.seconds(), 3));
+            row.put("items_per_s", Math.round(run.itemsPerSecond()));
+            row.put("table_items_per_s", Double.isNaN(run.tableSeconds()) ? "" : Math.round(run.items() / run.tableSeconds()));
+            row.put("server_cpu_us_per_item", Bench.round(run.serverMicrosPerItem(), 1));
+            row.put("own_sessions_cpu_us_per_item", Bench.round(run.sessionMicrosPerItem(), 1));
+            row.put("client_cpu_us_per_item", Bench.round(run.cpu().clientSeconds() * 1e6 / Math.max(1, run.items()), 1));
+            row.put("machine_busy", Bench.round(run.cpu().machineBusy(), 3));
+            rows.add(row);
+        }
+        Report.csv(out(o, "drain.csv"), rows);
+        Map<String, Object> drain = new LinkedHashMap<>();
+        drain.put("runs", rows);
+        if (peerSkipped != null) {
+            drain.put("peer_skipped", peerSkipped);
+        }
+        Table t = new Table(String.format(Locale.ROOT, "1. Drain of %,d keys by P processes, %d workers in total (medians)", o.n,
+                o.workers), "P", "library items/s", "÷ P=1", "server µs/item", "÷ P=1", "own sessions µs/item", "÷ P=1",
+                "Graphile items/s", "Graphile server µs/item", "library ÷ Graphile items/s", "library ÷ Graphile server µs/item");
+        Map<Integer, double[]> lib = new LinkedHashMap<>();
+        Map<Integer, double[]> peer = new LinkedHashMap<>();
+        for (int p : o.processes) {
+            lib.put(p, medians(runs, "library", p));
+            peer.put(p, medians(runs, "graphile-worker", p));
+        }
+        double[] base = lib.get(o.processes.get(0));
+        List<Map<String, Object>> summary = new ArrayList<>();
+        for (int p : o.processes) {
+            double[] l = lib.get(p);
+            double[] g = peer.get(p);
+            t.row(p, Table.rate(l[0]), Table.ratio(l[0] / base[0]), us(l[1]), Table.ratio(l[1] / base[1]), us(l[2]),
+                    Table.ratio(l[2] / base[2]), Table.rate(g[0]), us(g[1]), Table.ratio(l[0] / g[0]), Table.ratio(l[1] / g[1]));
+            Map<String, Object> s = new LinkedHashMap<>();
+            s.put("processes", p);
+            s.put("library_items_per_s", Math.round(l[0]));
+            s.put("library_server_cpu_us_per_item", Bench.round(l[1], 1));
+            s.put("library_own_sessions_cpu_us_per_item", Bench.round(l[2], 1));
+            s.put("graphile_items_per_s", Double.isNaN(g[0]) ? null : Math.round(g[0]));
+            s.put("graphile_server_cpu_us_per_item", Double.isNaN(g[1]) ? null : Bench.round(g[1], 1));
+            s.put("graphile_own_sessions_cpu_us_per_item", Double.isNaN(g[2]) ? null : Bench.round(g[2], 1));
+            summary.add(s);
+        }
+        drain.put("medians", summary);
+        results.put("drain", drain);
+        t.note("items/s: all members' completions ÷ (latest completion − go), machine clock. Server µs/item: every postgres"
+                + " process (/proc); own sessions: only the backends of this drain's database. Every run per P is in drain.csv,"
+                + " with the table-based rate for the library (Drain's formula) beside the client-based one."
+                + (peerSkipped != null ? " Peer skipped: " + peerSkipped + "." : ""));
+        tables.add(t);
+        t.print();
+        int last = o.processes.get(o.processes.size() - 1);
+        int first = o.processes.get(0);
+        double[] top = lib.get(last);
+        targets.add(Fleet.target(String.format(Locale.ROOT, "Drain: server µs per item at P = %d ≤ 1.25× P = %d (same total W = %d)",
+                        last, first, o.workers),
+                String.format(Locale.ROOT, "%s vs %s µs/item (own sessions: %s vs %s)", us(top[1]), us(base[1]), us(top[2]), us(base[2])),
+                top[1] / base[1], 1.25, false));
+        targets.add(Fleet.target(String.format(Locale.ROOT, "… the same, own sessions only (not in the issue: robust to a shared server)"),
+                String.format(Locale.ROOT, "%s vs %s µs/item", us(top[2]), us(base[2])), top[2] / base[2], 1.25, false));
+    }
+
+    /** Median items/s, server µs/item and own-session µs/item of one side at one P; NaN when none ran. */
+    private static double[] medians(List<DrainRun> runs, String who, int p) {
+        List<DrainRun> cell = runs.stream().filter(r -> r.who().equals(who) && r.processes() == p).toList();
+        return new double[] {Percentiles.median(cell.stream().map(DrainRun::itemsPerSecond).toList()),
+                Percentiles.median(cell.stream().map(DrainRun::serverMicrosPerItem).toList()),
+                Percentiles.median(cell.stream().map(DrainRun::sessionMicrosPerItem).toList())};
+    }
+
+    private DrainRun libraryDrain(Fleet.Options o, int p, int repeat) throws Exception {
+        db.preload(Fleet.PREFIX, Fleet.QUEUE, o.n);
+        List<Fleet.Member> members = new ArrayList<>();
+        for (int i = 0; i < p; i++) {
+            members.add(new Fleet.Member("lib-" + p + "." + i, Fleet.javaMember(database, "drain", p + "." + i,
+                    String.valueOf(o.workers / p), String.valueOf(o.batch), Fleet.PREFIX, Fleet.QUEUE, String.valueOf(o.warmup))));
+        }
+        String table = WorkQueueMigrations.tableName(Fleet.PREFIX);
+        Measured m = measure(members, database, o.n, o.drainCapSeconds, Duration.ofMinutes(3));
+        if (m == null) {
+            throw new IllegalStateException("library members did not start");
+        }
+        List<double[]> table2 = db.query("SELECT count(*)::float8, coalesce(extract(epoch FROM max(completed_at))::float8, 0)"
+                        + " FROM " + table + " WHERE queue_name = '" + Fleet.QUEUE + "' AND completed_at IS NOT NULL",
+                row -> new double[] {row.get(0, Double.class), row.get(1, Double.class)});
+        double tableSeconds = table2.get(0)[1] - m.serverGo;
+        DrainRun run = new DrainRun("library", p, repeat, (long) table2.get(0)[0], m.seconds, tableSeconds, m.cpu, m.sessionSeconds);
+        print(run);
+        return run;
+    }
+
+    private DrainRun peerDrain(Fleet.Options o, int p, int repeat) throws Exception {
+        Path script = repo.resolve("examples/bench/peers/graphile-worker/run.sh");
+        ProcessBuilder add = peerProcess(script, o.n).redirectError(ProcessBuilder.Redirect.INHERIT);
+        add.environment().put("ROLE", "add");
+        Process adding = add.start();
+        String out = new String(adding.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+        if (!adding.waitFor(10, TimeUnit.MINUTES) || adding.exitValue() != 0) {
+            System.out.println("  peer graphile-worker SKIPPED: its add step failed (exit "
+                    + (adding.isAlive() ? "timeout" : adding.exitValue()) + ")");
+            return null;
+        }
+        Map<?, ?> added = new ObjectMapper().readValue(out.substring(out.lastIndexOf('\n') + 1), Map.class);
+        long queued = ((Number) added.get("queued")).longValue();
+        List<Fleet.Member> members = new ArrayList<>();
+        for (int i = 0; i < p; i++) {
+            ProcessBuilder work = peerProcess(script, o.n);
+            work.environment().put("ROLE", "work");
+            work.environment().put("CONCURRENCY", String.valueOf(Math.max(1, o.peerConcurrency / p)));
+            members.add(new Fleet.Member("graphile-" + p + "." + i, work));
+        }
+        Measured m = measure(members, peerDatabase, queued, o.drainCapSeconds, Duration.ofMinutes(2));
+        if (m == null) {
+            System.out.println("  peer graphile-worker SKIPPED: its workers did not start");
+            return null;
+        }
+        DrainRun run = new DrainRun("graphile-worker", p, repeat, m.completed, m.seconds, Double.NaN, m.cpu, m.sessionSeconds);
+        print(run);
+        return run;
+    }
+
+    private ProcessBuilder peerProcess(Path script, int n) {
+        ProcessBuilder b = new ProcessBuilder("bash", script.toString(), String.valueOf(n));
+        b.environment().put("PGHOST", db.host);
+        b.environment().put("PGPORT", String.valueOf(db.port));
+        b.environment().put("PGUSER", db.user);
+        b.environment().put("PEER_DB", peerDatabase);
+        b.environment().put("PEER_SCRIPT", "fleet.mjs");
+        return b;
+    }
+
+    private static void print(DrainRun run) {
+        System.out.printf(Locale.ROOT, "  drain %-15s P=%d #%d %8d items in %6.2f s = %8.0f items/s (table %s);"
+                        + " server %5.1f µs/item (own sessions %5.1f), client %5.1f µs/item, machine %3.0f%% busy%n",
+                run.who(), run.processes(), run.repeat(), run.items(), run.seconds(), run.itemsPerSecond(),
+                Double.isNaN(run.tableSeconds()) ? "—" : String.format(Locale.ROOT, "%.0f", run.items() / run.tableSeconds()),
+                run.serverMicrosPerItem(), run.sessionMicrosPerItem(),
+                run.cpu().clientSeconds() * 1e6 / Math.max(1, run.items()), 100 * run.cpu().machineBusy());
+    }
+
+    /** What a measured stretch of members' work came to. */
+    private record Measured(long completed, double seconds, CpuMeter.Use cpu, double sessionSeconds, double serverGo,
+            List<Map<String, Object>> reports) {}
+
+    /**
+     * Waits for the members' {@code ready}, takes the counters, sends {@code go}; when their
+     * progress reaches {@code items} (or {@code capSeconds} pass; with {@code items} 0 it waits for
+     * each member to report on its own) sends {@code stop}, waits for every report, takes the
+     * counters again while the sessions are still open, and lets the members exit.
+     */
+    private Measured measure(List<Fleet.Member> members, String sessionsOf, long items, int capSeconds, Duration startup)
+            throws InterruptedException {
+        try {
+            if (!Fleet.allReady(members, startup)) {
+                return null;
+            }
+            double serverGo = db.query("SELECT extract(epoch FROM clock_timestamp())::float8", row -> row.get(0, Double.class)).get(0);
+            Map<Long, Double> sessionsBefore = Fleet.sessionCpu(db, sessionsOf);
+            CpuMeter.Snapshot before = CpuMeter.take();
+            long go = FleetMember.epochMicros();
+            members.forEach(m -> m.send("go"));
+            if (items > 0) {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(capSeconds);
+                while (members.stream().mapToLong(m -> m.progress.get()).sum() < items && System.nanoTime() < deadline
+                        && members.stream().allMatch(m -> m.process.isAlive())) {
+                    Thread.sleep(5);
+                }
+                members.forEach(m -> m.send("stop"));
+                Fleet.allDone(members, Duration.ofSeconds(90));
+            } else {
+                Fleet.allDone(members, Duration.ofSeconds(capSeconds));
+            }
+            CpuMeter.Use cpu = CpuMeter.take().since(before);
+            double sessions = Fleet.sessionCpuSince(sessionsBefore, Fleet.sessionCpu(db, sessionsOf));
+            long completed = 0;
+            long last = go;
+            List<Map<String, Object>> reports = new ArrayList<>();
+            for (Fleet.Member m : members) {
+                reports.add(m.report);
+                completed += m.report.get("completed") instanceof Number n ? n.longValue() : 0;
+                if (m.report.get("last_completion_epoch_us") instanceof Number n) {
+                    last = Math.max(last, n.longValue());
+                }
+            }
+            return new Measured(completed, (last - go) / 1e6, cpu, sessions, serverGo, reports);
+        } finally {
+            for (Fleet.Member m : members) {
+                m.exit();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ 2. transactional enqueue
+
+    /** One round of transactional enqueues. */
+    record TxRound(boolean channel, int round, long commits, long failures, double seconds, CpuMeter.Use cpu,
+            List<Double> latenciesMillis, long notHandedOut) {
+        double tps() {
+            return commits / seconds;
+        }
+    }
+
+    void transactionalEnqueue(Fleet.Options o, Map<String, Object> results, List<Table> tables,
+            List<Map<String, Object>> targets) throws Exception {
+        System.out.println();
+        System.out.printf(Locale.ROOT, "== 2. Transactional enqueue: %d concurrent business transactions, %d s rounds,"
+                + " channel vs none alternating, %d rounds each%n", o.txCallers, o.txSeconds, o.txRounds);
+        db.migrate(Fleet.TX_PREFIX);
+        db.exec("CREATE TABLE IF NOT EXISTS " + Fleet.BUSINESS_TABLE + " (id bigserial PRIMARY KEY, ref text NOT NULL,"
+                + " created_at timestamptz NOT NULL DEFAULT now())");
+        String app = "fleet-tx";
+        ConnectionPool enqueuers = db.pool(app, o.txCallers);
+        ConnectionPool consumers = db.pool(app + "-consumer", 4);
+        PgNotificationListener listener = PgNotificationListener.builder(db.factory(app + "-listener"))
+                .channel(Fleet.TX_CHANNEL).build();
+        List<TxRound> rounds = new ArrayList<>();
+        try {
+            txRound(o, enqueuers, consumers, listener, false, 0, Math.max(1, o.txSeconds / 3));
+            txRound(o, enqueuers, consumers, listener, true, 0, Math.max(1, o.txSeconds / 3));
+            for (int r = 1; r <= o.txRounds; r++) {
+                // Alternate which goes first, so a drift in the machine's load falls on both.
+                boolean channelFirst = r % 2 == 0;
+                rounds.add(txRound(o, enqueuers, consumers, listener, channelFirst, r, o.txSeconds));
+                rounds.add(txRound(o, enqueuers, consumers, listener, !channelFirst, r, o.txSeconds));
+            }
+        } finally {
+            listener.close().block(Duration.ofSeconds(30));
+            db.dispose(consumers, app + "-consumer");
+            db.dispose(enqueuers, app);
+        }
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (TxRound r : rounds) {
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("channel", r.channel());
+            row.put("round", r.round());
+            row.put("commits", r.commits());
+            row.put("failures", r.failures());
+            row.put("seconds", Bench.round(r.seconds(), 3));
+            row.put("tps", Math.round(r.tps()));
+            row.put("server_cpu_us_per_tx", Bench.round(r.cpu().serverSeconds() * 1e6 / Math.max(1, r.commits()), 1));
+            row.put("latency_p50_ms", Bench.round(Percentiles.of(r.latenciesMillis(), 50), 3));
+            row.put("latency_p99_ms", Bench.round(Percentiles.of(r.latenciesMillis(), 99), 3));
+            row.put("latency_max_ms", Bench.round(Percentiles.of(r.latenciesMillis(), 100), 3));
+            row.put("not_handed_out", r.notHandedOut());
+            rows.add(row);
+        }
+        Report.csv(out(o, "txenqueue.csv"), rows);
+        Table t = new Table(String.format(Locale.ROOT, "2. Transactional enqueue, %d concurrent business transactions", o.txCallers),
+                "queue", "tps (median of rounds)", "÷ no channel", "server µs/tx", "commit → handed out p50 ms", "p99", "max",
+                "> 100 ms", "never handed out");
+        Map<String, Object> summary = new LinkedHashMap<>();
+        double[] tpsOf = new double[2];
+        List<Double> channelLatencies = new ArrayList<>();
+        for (boolean channel : List.of(false, true)) {
+            List<TxRound> side = rounds.stream().filter(r -> r.channel() == channel).toList();
+            double tps = Percentiles.median(side.stream().map(TxRound::tps).toList());
+            tpsOf[channel ? 1 : 0] = tps;
+            List<Double> lat = new ArrayList<>();
+            side.forEach(r -> lat.addAll(r.latenciesMillis()));
+            if (channel) {
+                channelLatencies = lat;
+            }
+            long late = lat.stream().filter(x -> x > 100).count();
+            long missing = side.stream().mapToLong(TxRound::notHandedOut).sum();
+            double cpu = Percentiles.median(side.stream().map(r -> r.cpu().serverSeconds() * 1e6 / Math.max(1, r.commits())).toList());
+            t.row(channel ? "notify channel, listening consumer" : "no channel", Table.rate(tps),
+                    Table.ratio(tps / tpsOf[0]), us(cpu), Table.ms(Percentiles.of(lat, 50)), Table.ms(Percentiles.of(lat, 99)),
+                    Table.ms(Percentiles.of(lat, 100)), late, missing);
+            Map<String, Object> s = new LinkedHashMap<>();
+            s.put("tps_median", Math.round(tps));
+            s.put("server_cpu_us_per_tx_median", Bench.round(cpu, 1));
+            s.put("latency_p50_ms", Bench.round(Percentiles.of(lat, 50), 3));
+            s.put("latency_p99_ms", Bench.round(Percentiles.of(lat, 99), 3));
+            s.put("latency_max_ms", Bench.round(Percentiles.of(lat, 100), 3));
+            s.put("latency_over_100ms", late);
+            s.put("not_handed_out", missing);
+            summary.put(channel ? "channel" : "none", s);
+        }
+        summary.put("tps_ratio_channel_over_none", Bench.round(tpsOf[1] / tpsOf[0], 3));
+        summary.put("rounds", rows);
+        results.put("txenqueue", summary);
+        t.note("Each transaction: BEGIN; INSERT INTO " + Fleet.BUSINESS_TABLE + "; enqueue(connection, [one entry]); COMMIT,"
+                + " on its own pooled connection, back to back. The consumer (claimStream, minWakeInterval 1 ms, poll 1 s,"
+                + " listener on the channel) runs in both; without a channel only its poll and follow-up claims find work."
+                + " Latency: COMMIT returned in the enqueuer → item emitted by claimStream, same JVM.");
+        tables.add(t);
+        t.print();
+        double p50 = Percentiles.of(channelLatencies, 50);
+        double max = Percentiles.of(channelLatencies, 100);
+        targets.add(Fleet.target("Transactional enqueue with a channel ≥ 0.9× without (tps)",
+                Table.rate(tpsOf[1]) + " vs " + Table.rate(tpsOf[0]) + " tps", tpsOf[1] / tpsOf[0], 0.9, true));
+        targets.add(Fleet.target("… its wakeups arrive: commit → handed out p50 ≤ 10 ms",
+                "p50 " + Table.ms(p50) + " ms, p99 " + Table.ms(Percentiles.of(channelLatencies, 99)) + " ms", p50, 10, false));
+        targets.add(Fleet.target("… all within 100 ms", "max " + Table.ms(max) + " ms of " + channelLatencies.size() + " keys",
+                max, 100, false));
+    }
+
+    private TxRound txRound(Fleet.Options o, ConnectionPool enqueuers, ConnectionPool consumers, PgNotificationListener listener,
+            boolean channel, int round, int seconds) throws InterruptedException {
+        db.exec("TRUNCATE " + Fleet.BUSINESS_TABLE);
+        WorkQueueConfig.Builder config = WorkQueueConfig.builder("tx-" + (channel ? "channel" : "none") + "-" + round + "-"
+                + System.nanoTime()).tablePrefix(Fleet.TX_PREFIX).minWakeInterval(Duration.ofMillis(1));
+        if (channel) {
+            config.notifyChannel(Fleet.TX_CHANNEL);
+        }
+        WorkQueueConfig built = config.build();
+        ReactiveWorkQueue<String> producer = ReactiveWorkQueue.builder(enqueuers, String.class).config(built).build();
+        ReactiveWorkQueue<String> consumer = ReactiveWorkQueue.builder(consumers, String.class).config(built)
+                .wakeups(listener.wakeups()).build();
+        Map<String, Long> committedAt = new ConcurrentHashMap<>();
+        Map<String, Long> handedOutAt = new ConcurrentHashMap<>();
+        Disposable consuming = consumer.claimStream(Duration.ofMinutes(1), Duration.ofSeconds(1))
+                .doOnNext(item -> handedOutAt.putIfAbsent(item.key(), System.nanoTime()))
+                .bufferTimeout(100, Duration.ofMillis(5), true)
+                .concatMap(items -> consumer.complete(items.stream().map(Item::key).toList()), 1)
+                .subscribe(n -> { }, e -> System.err.println("tx consumer failed: " + e));
+        Mono.delay(Duration.ofMillis(300)).block(); // the stream's first claim and wait, the listener's session
+        AtomicLong sequence = new AtomicLong();
+        AtomicLong failures = new AtomicLong();
+        String insert = "INSERT INTO " + Fleet.BUSINESS_TABLE + " (ref) VALUES ($1)";
+        CpuMeter.Snapshot before = CpuMeter.take();
+        long start = System.nanoTime();
+        long deadline = start + TimeUnit.SECONDS.toNanos(seconds);
+        Flux.range(0, o.txCallers)
+                .flatMap(caller -> Mono.defer(() -> {
+                            String key = "r" + round + "-" + sequence.incrementAndGet();
+                            return Mono.usingWhen(enqueuers.create(),
+                                    (Connection c) -> Mono.from(c.beginTransaction())
+                                            .then(Flux.from(c.createStatement(insert).bind("$1", key).execute())
+                                                    .concatMap(r -> r.getRowsUpdated()).then())
+                                            .then(producer.enqueue(c, List.of(Entry.of(key))))
+                                            .then(Mono.from(c.commitTransaction()))
+                                            .doOnSuccess(v -> committedAt.put(key, System.nanoTime())),
+                                    Connection::close,
+                                    (c, e) -> Mono.from(c.rollbackTransaction()).onErrorResume(x -> Mono.empty())
+                                            .then(Mono.from(c.close())),
+                                    Connection::close)
+                                    .onErrorResume(e -> {
+                                        if (failures.incrementAndGet() <= 3) {
+                                            System.err.println("business transaction failed: " + e);
+                                        }
+                                        return Mono.empty();
+                                    });
+                        })
+                        .repeat(() -> System.nanoTime() < deadline), o.txCallers)
+                .blockLast();
+        double elapsed = (System.nanoTime() - start) / 1e9;
+        CpuMeter.Use cpu = CpuMeter.take().since(before);
+        // Let the consumer hand out what was committed last (at most its poll, plus slack).
+        long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (handedOutAt.size() < committedAt.size() && System.nanoTime() < waitUntil) {
+            Thread.sleep(10);
+        }
+        consuming.dispose();
+        producer.close().block(Duration.ofSeconds(30));
+        consumer.close().block(Duration.ofSeconds(30));
+        List<Double> latencies = new ArrayList<>(committedAt.size());
+        long missing = 0;
+        for (Map.Entry<String, Long> e : committedAt.entrySet()) {
+            Long out = handedOutAt.get(e.getKey());
+            if (out == null) {
+                missing++;
+            } else {
+                latencies.add((out - e.getValue()) / 1e6);
+            }
+        }
+        TxRound r = new TxRound(channel, round, committedAt.size(), failures.get(), elapsed, cpu, latencies, missing);
+        System.out.printf(Locale.ROOT, "  %stx enqueue %-10s %7d commits in %5.2f s = %7.0f tps, server %5.1f µs/tx;"
+                        + " commit → handed out p50 %6.2f p99 %7.2f max %7.2f ms, %d never handed out%s%n",
+                round == 0 ? "(warm-up) " : "", channel ? "channel" : "no channel", r.commits(), elapsed, r.tps(),
+                cpu.serverSeconds() * 1e6 / Math.max(1, r.commits()), Percentiles.of(latencies, 50),
+                Percentiles.of(latencies, 99), Percentiles.of(latencies, 100), missing,
+                failures.get() > 0 ? ", " + failures.get() + " failed" : "");
+        return r;
+    }
+
+    // ------------------------------------------------------------------ 3. housekeeping
+
+    void housekeeping(Fleet.Options o, Map<String, Object> results, List<Table> tables, List<Map<String, Object>> targets)
+            throws Exception {
+        System.out.println();
+        System.out.printf(Locale.ROOT, "== 3. Housekeeping: P = %s instances, one round each per %d ms interval, %d intervals,"
+                        + " on a queue with %,d pending and %,d completed rows (%s)%n", o.hkProcesses, o.hkIntervalMillis,
+                o.hkIntervals, o.hkPending, o.hkCompleted, FleetMember.HOUSEKEEPING);
+        db.migrate(Fleet.HK_PREFIX);
+        List<Map<String, Object>> rows = new ArrayList<>();
+        Table t = new Table(String.format(Locale.ROOT, "3. Housekeeping, CPU per %d ms interval (%s)", o.hkIntervalMillis,
+                FleetMember.HOUSEKEEPING), "instances", "server CPU ms/interval", "÷ P=1", "own sessions ms/interval", "÷ P=1",
+                "rows reaped", "rounds run", "ticks skipped", "round p50 ms (median of members)");
+        double[] base = null;
+        double[] last = null;
+        for (int p : o.hkProcesses) {
+            long due = fillHistory(o);
+            String table = WorkQueueMigrations.tableName(Fleet.HK_PREFIX);
+            long completedBefore = db.queryLong("SELECT count(*) FROM " + table + " WHERE completed_at IS NOT NULL");
+            List<Fleet.Member> members = new ArrayList<>();
+            for (int i = 0; i < p; i++) {
+                members.add(new Fleet.Member("hk-" + p + "." + i, Fleet.javaMember(database, "housekeep", p + "." + i,
+                        Fleet.HK_PREFIX, Fleet.HK_QUEUE, String.valueOf(o.hkIntervalMillis), String.valueOf(o.hkIntervals),
+                        String.valueOf(Fleet.HK_RETENTION.toSeconds()))));
+            }
+            Measured m = measure(members, database, 0, (int) ((long) o.hkIntervalMillis * o.hkIntervals / 1000) + 120,
+                    Duration.ofMinutes(3));
+            if (m == null) {
+                throw new IllegalStateException("housekeeping members did not start");
+            }
+            long reaped = completedBefore - db.queryLong("SELECT count(*) FROM " + table + " WHERE completed_at IS NOT NULL");
+            long rounds = 0;
+            long skipped = 0;
+            List<Double> roundP50 = new ArrayList<>();
+            for (Map<String, Object> report : m.reports()) {
+                rounds += report.get("rounds") instanceof Number n ? n.longValue() : 0;
+                skipped += report.get("skipped") instanceof Number n ? n.longValue() : 0;
+                if (report.get("round_ms_p50") instanceof Number n) {
+                    roundP50.add(n.doubleValue());
+                }
+            }
+            double serverMs = m.cpu().serverSeconds() * 1e3 / o.hkIntervals;
+            double sessionMs = m.sessionSeconds() * 1e3 / o.hkIntervals;
+            double[] now = {serverMs, sessionMs};
+            if (base == null) {
+                base = now;
+            }
+            last = now;
+            t.row(p, String.format(Locale.ROOT, "%.0f", serverMs), Table.ratio(serverMs / base[0]),
+                    String.format(Locale.ROOT, "%.0f", sessionMs), Table.ratio(sessionMs / base[1]), reaped, rounds, skipped,
+                    Table.ms(Percentiles.median(roundP50)));
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("instances", p);
+            row.put("intervals", o.hkIntervals);
+            row.put("interval_ms", o.hkIntervalMillis);
+            row.put("wall_seconds", Bench.round(m.cpu().wallSeconds(), 2));
+            row.put("server_cpu_ms_per_interval", Bench.round(serverMs, 1));
+            row.put("own_sessions_cpu_ms_per_interval", Bench.round(sessionMs, 1));
+            row.put("machine_busy", Bench.round(m.cpu().machineBusy(), 3));
+            row.put("due_at_setup", due);
+            row.put("rows_reaped", reaped);
+            row.put("rounds_run", rounds);
+            row.put("ticks_skipped", skipped);
+            row.put("round_ms_p50_median", Bench.round(Percentiles.median(roundP50), 2));
+            rows.add(row);
+            System.out.printf(Locale.ROOT, "  housekeeping P=%d: server %.0f ms/interval (own sessions %.0f), %d rows reaped,"
+                    + " %d rounds run, %d ticks skipped%n", p, serverMs, sessionMs, reaped, rounds, skipped);
+        }
+        Report.csv(out(o, "housekeeping.csv"), rows);
+        Map<String, Object> hk = new LinkedHashMap<>();
+        hk.put("implementation", FleetMember.HOUSEKEEPING);
+        hk.put("runs", rows);
+        results.put("housekeeping", hk);
+        t.note("Each instance is a JVM of its own running FleetMember.housekeepOnce at every tick (the starter's schedule:"
+                + " a tick during a round is skipped). Completed rows are spread evenly over the 1 h retention, so rows come"
+                + " due for reaping at a steady rate; two reap batches are due at the start. CPU per interval = CPU from"
+                + " go until every instance finished its schedule ÷ intervals.");
+        tables.add(t);
+        t.print();
+        int first = o.hkProcesses.get(0);
+        int top = o.hkProcesses.get(o.hkProcesses.size() - 1);
+        if (base != null) {
+            targets.add(Fleet.target(String.format(Locale.ROOT, "Housekeeping database CPU per interval at P = %d ≤ 1.2× P = %d",
+                            top, first),
+                    String.format(Locale.ROOT, "%.0f vs %.0f ms (own sessions %.0f vs %.0f ms)", last[0], base[0], last[1], base[1]),
+                    last[0] / base[0], 1.2, false));
+            targets.add(Fleet.target("… the same, own sessions only (not in the issue: robust to a shared server)",
+                    String.format(Locale.ROOT, "%.0f vs %.0f ms", last[1], base[1]), last[1] / base[1], 1.2, false));
+        }
+    }
+
+    /**
+     * Refills the housekeeping table: pending rows, and completed rows whose completion times are
+     * spread evenly over the retention (so reaping has a steady trickle), plus two reap batches
+     * already past it. Returns how many were due at the end of the setup.
+     */
+    private long fillHistory(Fleet.Options o) {
+        String table = WorkQueueMigrations.tableName(Fleet.HK_PREFIX);
+        long retentionSeconds = Fleet.HK_RETENTION.toSeconds();
+        int dueNow = 2 * WorkQueueConfig.builder(Fleet.HK_QUEUE).build().reapBatchSize();
+        String q = "'" + Fleet.HK_QUEUE + "'";
+        db.exec("TRUNCATE " + table,
+                "INSERT INTO " + table + " (queue_name, item_key, enqueued_at, available_at) SELECT " + q
+                        + ", 'p' || lpad(g::text, 8, '0'), now() - interval '1 minute', now() - interval '1 minute'"
+                        + " FROM generate_series(1, " + o.hkPending + ") g",
+                "INSERT INTO " + table + " (queue_name, item_key, attempts, enqueued_at, available_at, completed_at)"
+                        + " SELECT " + q + ", 'c' || lpad(g::text, 8, '0'), 1, t - interval '1 second', t - interval '1 second', t"
+                        + " FROM (SELECT g, now() - " + retentionSeconds + " * interval '1 second' * g / " + o.hkCompleted
+                        + " AS t FROM generate_series(1, " + o.hkCompleted + ") g) x",
+                "INSERT INTO " + table + " (queue_name, item_key, attempts, enqueued_at, available_at, completed_at)"
+                        + " SELECT " + q + ", 'd' || lpad(g::text, 8, '0'), 1, now() - interval '2 hours', now() - interval '2 hours',"
+                        + " now() - " + retentionSeconds + " * interval '1 second' - g * interval '1 millisecond'"
+                        + " FROM generate_series(1, " + dueNow + ") g",
+                "VACUUM ANALYZE " + table);
+        return db.queryLong("SELECT count(*) FROM " + table + " WHERE completed_at < now() - " + retentionSeconds
+                + " * interval '1 second'");
+    }
+
+    // ------------------------------------------------------------------ 4. wake
+
+    @SuppressWarnings("unchecked")
+    void wake(Fleet.Options o, Map<String, Object> results, List<Table> tables, List<Map<String, Object>> targets)
+            throws Exception {
+        System.out.println();
+        System.out.printf(Locale.ROOT, "== 4. Wake latency: %d enqueues %d ms apart to an idle claimStream worker%n",
+                o.wakeSamples, o.wakeGapMillis);
+        List<WakeLatency.Mode> modes = List.of(
+                new WakeLatency.Mode("listener, minWakeInterval 1 ms", "listener_floor_1ms", true, Duration.ofMillis(1),
+                        Duration.ofSeconds(1)),
+                new WakeLatency.Mode("listener, default config (minWakeInterval 100 ms)", "listener_default", true,
+                        Duration.ofMillis(100), Duration.ofSeconds(1)));
+        // Today's numbers: the suite's committed run (another run; a reference, not a same-run baseline).
+        Map<String, Double> todayP99 = new LinkedHashMap<>();
+        Path suite = repo.resolve("docs/benchmarks/results.json");
+        if (Files.exists(suite)) {
+            Map<String, Object> committed = new ObjectMapper().readValue(suite.toFile(), Map.class);
+            if (committed.get("wake") instanceof List<?> list) {
+                for (Object row : list) {
+                    Map<String, Object> r = (Map<String, Object>) row;
+                    todayP99.put(String.valueOf(r.get("mode")), Bench.num(r, "p99_ms"));
+                }
+            }
+        }
+        String app = "fleet-wake";
+        ConnectionPool pool = db.pool(app, 4);
+        List<WakeLatency.Result> measured = new ArrayList<>();
+        try {
+            for (WakeLatency.Mode mode : modes) {
+                measured.add(WakeLatency.measure(db.factory(app + "-listener"), pool, mode, o.wakeSamples,
+                        Duration.ofMillis(o.wakeGapMillis)));
+            }
+        } finally {
+            db.dispose(pool, app);
+        }
+        Table t = new Table("4. Wake latency, enqueue → claimed by an idle worker (ms)", "mode", "p50", "p90", "p99", "max",
+                "today's p99 (docs/benchmarks)", "p99 ÷ today");
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (WakeLatency.Result r : measured) {
+            double today = todayP99.getOrDefault(r.mode().id(), Double.NaN);
+            t.row(r.mode().label(), Table.ms(r.p(50)), Table.ms(r.p(90)), Table.ms(r.p(99)), Table.ms(r.p(100)),
+                    Double.isNaN(today) ? "—" : Table.ms(today), Table.ratio(r.p(99) / today));
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("mode", r.mode().id());
+            row.put("samples", r.samples());
+            row.put("gap_ms", o.wakeGapMillis);
+            row.put("p50_ms", Bench.round(r.p(50), 3));
+            row.put("p90_ms", Bench.round(r.p(90), 3));
+            row.put("p99_ms", Bench.round(r.p(99), 3));
+            row.put("max_ms", Bench.round(r.p(100), 3));
+            row.put("today_p99_ms", Double.isNaN(today) ? null : today);
+            rows.add(row);
+        }
+        Report.csv(out(o, "wake.csv"), rows);
+        results.put("wake", rows);
+        t.note("As the suite's scenario 3 (WakeLatency.measure). Today's p99 is read from the committed suite results"
+                + " (docs/benchmarks/results.json): another run at another time, so the ratio is a reference only.");
+        tables.add(t);
+        t.print();
+        WakeLatency.Result best = measured.get(0);
+        double today = todayP99.getOrDefault(best.mode().id(), Double.NaN);
+        targets.add(Fleet.target("Wake latency p99 no worse than today's (" + best.mode().label() + ")",
+                "p50 " + Table.ms(best.p(50)) + " ms, p99 " + Table.ms(best.p(99)) + " ms vs today's p99 "
+                        + (Double.isNaN(today) ? "unknown" : Table.ms(today) + " ms"),
+                best.p(99) / today, 1.0, false));
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private static String us(double micros) {
+        return Double.isNaN(micros) ? "—" : String.format(Locale.ROOT, "%.1f", micros);
+    }
+
+    private static Path out(Fleet.Options o, String file) throws IOException {
+        Files.createDirectories(o.out);
+        return o.out.resolve(file);
+    }
+}
