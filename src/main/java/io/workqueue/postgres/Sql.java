@@ -172,7 +172,7 @@ final class Sql {
      * already this instance's. One row: "kept" (whether this instance now holds it), "keeper",
      * "keeper_left_us" (how long the holder's lease runs on), and the holder's last reading
      * ("read_ago_us", the stats' columns, "horizon_us", "horizon_pid", "slot_xmin_age"; null before
-     * the first), as it stood before this statement.
+     * the first).
      */
     final String keepHouse;
     /** Records the keeper's reading, if it still holds the role; returns the row it updated. */
@@ -463,26 +463,25 @@ final class Sql {
                 + "\n$3 lease bigint: microseconds the role is held for from now", """
                 -- The housekeeper is chosen on the database, by its clock and one row's lock, so
                 -- it holds through a transaction-mode pooler (no session state) and a holder that
-                -- stops renewing loses the role when its lease ends, whatever became of it. The
-                -- upsert locks only this queue's row, so racing instances queue for a moment.
-                WITH taken AS (
-                    INSERT INTO %1$s AS k (queue_name, keeper, keeper_until)
-                    VALUES ($1::text, $2::text, now() + $3::bigint * INTERVAL '1 microsecond')
-                    ON CONFLICT (queue_name) DO UPDATE
-                        SET keeper = EXCLUDED.keeper, keeper_until = EXCLUDED.keeper_until
-                        WHERE k.keeper = EXCLUDED.keeper OR k.keeper_until <= now()
-                    RETURNING k.keeper
-                )
-                -- The row as it stood before the upsert: the reading a follower reports.
-                SELECT
-                    EXISTS (SELECT 1 FROM taken) AS kept,
-                    COALESCE((SELECT keeper FROM taken), k.keeper) AS keeper,
-                    COALESCE((EXTRACT(EPOCH FROM k.keeper_until - now()) * 1000000)::bigint, 0) AS keeper_left_us,
+                -- stops renewing loses the role when its lease ends, whatever became of it. Every
+                -- caller writes the row, the role changing hands only when it is free, lapsed or
+                -- its own: RETURNING then reads the row as it now is, where a read beside the
+                -- upsert would see this statement's snapshot and miss a row another caller
+                -- inserted a moment before. Racing callers queue on this one row for a moment.
+                INSERT INTO %1$s AS k (queue_name, keeper, keeper_until)
+                VALUES ($1::text, $2::text, now() + $3::bigint * INTERVAL '1 microsecond')
+                ON CONFLICT (queue_name) DO UPDATE
+                    SET keeper = CASE WHEN k.keeper = EXCLUDED.keeper OR k.keeper_until <= now()
+                            THEN EXCLUDED.keeper ELSE k.keeper END,
+                        keeper_until = CASE WHEN k.keeper = EXCLUDED.keeper OR k.keeper_until <= now()
+                            THEN EXCLUDED.keeper_until ELSE k.keeper_until END
+                RETURNING
+                    k.keeper = $2::text AS kept,
+                    k.keeper,
+                    (EXTRACT(EPOCH FROM k.keeper_until - now()) * 1000000)::bigint AS keeper_left_us,
                     (EXTRACT(EPOCH FROM now() - k.read_at) * 1000000)::bigint AS read_ago_us,
                     k.pending, k.ready, k.leased, k.stalled, k.completed, k.completed_capped, k.oldest_ready_us,
                     k.horizon_us, k.horizon_pid, k.slot_xmin_age
-                FROM (VALUES (1)) AS one (n)
-                LEFT JOIN %1$s AS k ON k.queue_name = $1::text
                 """.formatted(queuesTable));
         this.publishReading = statement("publishReading", P_QUEUE + "\n$2 keeper text: this instance's name"
                 + "\n$3 pending bigint\n$4 ready bigint\n$5 leased bigint\n$6 stalled bigint\n$7 completed bigint"

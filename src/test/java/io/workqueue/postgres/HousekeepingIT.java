@@ -121,7 +121,7 @@ class HousekeepingIT {
         String queue = TestDatabase.uniqueName("race");
         List<ReactiveWorkQueue<String>> fleet = IntStream.range(0, 8).mapToObj(i -> member(queue, "racer-" + i)).toList();
         fleet.get(0).enqueueKeys("x").block(WAIT);
-        for (int round = 0; round < 5; round++) {
+        for (int round = 0; round < 20; round++) {
             List<Housekeeping> outcomes = Flux.fromIterable(fleet)
                     .flatMap(member -> member.housekeep(LEASE).subscribeOn(Schedulers.parallel()), fleet.size())
                     .collectList().block(WAIT);

@@ -426,7 +426,9 @@ public final class Fleet {
     /** The java command that runs {@link FleetMember} on this JVM's classpath. */
     static ProcessBuilder javaMember(String database, String... args) {
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xms64m", "-Xmx512m", "-Dbench.database=" + database, "-cp", System.getProperty("java.class.path"),
+                "-Xms64m", "-Xmx512m", "-Dbench.database=" + database,
+                "-D" + FleetMember.HOUSEKEEPING_MODE + "=" + System.getProperty(FleetMember.HOUSEKEEPING_MODE, "elected"),
+                "-cp", System.getProperty("java.class.path"),
                 FleetMember.class.getName()));
         command.addAll(List.of(args));
         return new ProcessBuilder(command);

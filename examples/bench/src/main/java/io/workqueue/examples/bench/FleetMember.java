@@ -45,33 +45,29 @@ public final class FleetMember {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final PrintStream OUT = new PrintStream(System.out, true, StandardCharsets.UTF_8);
 
-    /** What one housekeeping round does today; recorded with the results. Change it with {@link #housekeepOnce}. */
-    static final String HOUSEKEEPING = "starter-style: reap() until short (at most 100), stats(), horizon(), on every instance";
+    /**
+     * The system property choosing how each member keeps house: {@code elected} (the default, the
+     * library's {@code housekeep(lease)}) or {@code every-instance} (what the starter did before
+     * the election: every instance reaps, reads stats and horizon), the baseline.
+     */
+    static final String HOUSEKEEPING_MODE = "fleet.housekeeping";
+    private static final boolean EVERY_INSTANCE =
+            "every-instance".equals(System.getProperty(HOUSEKEEPING_MODE, "elected"));
 
-    /** The starter's bound on reaps per queue per round. */
-    private static final int MAX_REAPS_PER_ROUND = 100;
-
-    private FleetMember() {}
+    /** What one housekeeping round does in this run; recorded with the results. */
+    static final String HOUSEKEEPING = EVERY_INSTANCE
+            ? "every-instance: reapAll() (reap until short, at most 100), stats(), horizon(), on every instance"
+            : "elected: housekeep(1.25 x interval): one keeper per queue reaps, reads, publishes; the others read its reading";
 
     /**
-     * One interval's housekeeping of {@code queue} on this instance, as the Spring Boot starter's
-     * {@code QueueHousekeeping} does it on every instance today: reap while a full batch comes back,
-     * then {@code stats()} and {@code horizon()}.
-     *
-     * <p><b>SWITCH to the library's elected housekeeping</b> once {@code ReactiveWorkQueue.housekeep(Duration lease)}
-     * is on the branch being measured: replace the body with
-     * {@code return queue.housekeep(interval).then();} (the lease the election holds; pass what its
-     * Javadoc asks for relative to the interval) and update {@link #HOUSEKEEPING} to say so. Nothing
-     * else in the harness changes.
+     * One interval's housekeeping of {@code queue} on this instance: the library's elected round, or
+     * with {@code -Dfleet.housekeeping=every-instance} the round every instance ran before it.
      */
     static Mono<Void> housekeepOnce(ReactiveWorkQueue<String> queue, Duration interval) {
-        int fullBatch = queue.config().reapBatchSize();
-        return queue.reap()
-                .expand(deleted -> deleted >= fullBatch ? queue.reap() : Mono.empty())
-                .take(MAX_REAPS_PER_ROUND)
-                .then(queue.stats())
-                .then(queue.horizon())
-                .then();
+        if (EVERY_INSTANCE) {
+            return queue.reapAll().then(queue.stats()).then(queue.horizon()).then();
+        }
+        return queue.housekeep(interval.plus(interval.dividedBy(4))).then();
     }
 
     public static void main(String[] args) throws Exception {

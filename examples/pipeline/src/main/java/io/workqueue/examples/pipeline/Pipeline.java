@@ -210,8 +210,8 @@ public final class Pipeline {
         System.out.printf(Locale.ROOT, "%d jobs in %.2f s (%.0f jobs/s): %d completed, %d runs, %d failures released"
                         + " with back-off, %d reclaimed%n",
                 keys.size(), seconds, keys.size() / seconds, completed, runs.get(), failures.get(), reclaimed.get());
-        System.out.printf(Locale.ROOT, "queue afterwards: pending %d, completed %d; peak leases held %d (bound %d)%n",
-                stats.pending(), stats.completed(), peakHeld.get(), bound);
+        System.out.printf(Locale.ROOT, "queue afterwards: pending %d, completed %d%s; peak leases held %d (bound %d)%n",
+                stats.pending(), stats.completed(), stats.completedCapped() ? "+" : "", peakHeld.get(), bound);
         boolean passed = true;
         if (lost > 0 || completed != keys.size() || stats.pending() != 0) {
             System.out.println("FAIL: " + lost + " jobs never processed, " + stats.pending() + " still pending");
