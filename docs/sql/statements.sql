@@ -41,6 +41,98 @@ WHERE q.completed_at IS NOT NULL
     OR EXCLUDED.available_at < q.available_at
     OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at));
 
+-- enqueueInTransaction
+--   $1 queue text: the logical queue's name
+--   $2 keys text[]: the stored keys, distinct
+--   $3 priorities int[]: one per key
+--   $4 delays bigint[]: one per key, in microseconds
+-- A transaction that notifies takes, at commit, a lock that every other notifying
+-- commit in the database waits for, held through its WAL flush: in the caller's
+-- business transaction that would serialise the database's notifying commits. So
+-- nothing is queued here; the transaction's id goes back to the queue, which
+-- notifies from a connection of its own once the transaction has committed.
+-- The id is assigned by the upsert anyway (pg_current_xact_id assigns one if it
+-- runs first, and the upsert then uses it); xids are cluster-wide, so any
+-- session, through any pooler, can ask about it.
+WITH written AS (
+    -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
+    -- upserts lock in the one total order every writer uses. The caller has merged
+    -- duplicate keys already: ON CONFLICT cannot touch a row twice (21000).
+    INSERT INTO work_queue_items AS q (queue_name, item_key, priority, available_at)
+    SELECT $1::text, e.item_key, e.priority, now() + e.delay_us * INTERVAL '1 microsecond'
+    FROM unnest($2::text[], $3::int[], $4::bigint[]) AS e(item_key, priority, delay_us)
+    ORDER BY e.item_key COLLATE "C"
+    ON CONFLICT (queue_name, item_key) DO UPDATE SET
+        -- Outstanding: priority only rises, availability only moves earlier, attempts,
+        -- last error and a live lease are kept. Completed: restart it outright.
+        priority = CASE WHEN q.completed_at IS NULL
+            THEN GREATEST(q.priority, EXCLUDED.priority) ELSE EXCLUDED.priority END,
+        available_at = CASE WHEN q.completed_at IS NULL
+            THEN LEAST(q.available_at, EXCLUDED.available_at) ELSE EXCLUDED.available_at END,
+        attempts = CASE WHEN q.completed_at IS NULL THEN q.attempts ELSE 0 END,
+        last_error = CASE WHEN q.completed_at IS NULL THEN q.last_error END,
+        enqueued_at = CASE WHEN q.completed_at IS NULL THEN q.enqueued_at ELSE EXCLUDED.enqueued_at END,
+        lease_until = CASE WHEN q.completed_at IS NULL THEN q.lease_until ELSE 'epoch' END,
+        -- Enqueued while leased: the work the lease is doing may predate this enqueue,
+        -- so completing it will run it once more, from the earliest availability asked
+        -- for (LEAST ignores the NULL of "not asked yet"). A completed row is restarted
+        -- above and carries no mark; a lapsed lease keeps its mark.
+        requested_at = CASE WHEN q.lease_until > now() THEN LEAST(q.requested_at, EXCLUDED.available_at)
+            WHEN q.completed_at IS NULL THEN q.requested_at END,
+        completed_at = NULL
+    -- Skip rewriting rows the enqueue would not change: fewer dead tuples. An enqueue
+    -- during a lease always changes the row (the mark), unless it asks for nothing new.
+    WHERE q.completed_at IS NOT NULL
+        OR EXCLUDED.priority > q.priority
+        OR EXCLUDED.available_at < q.available_at
+        OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at))
+)
+SELECT pg_current_xact_id()::text AS xid;
+
+-- enqueueNotifying
+--   $1 queue text: the logical queue's name
+--   $2 keys text[]: the stored keys, distinct
+--   $3 priorities int[]: one per key
+--   $4 delays bigint[]: one per key, in microseconds
+--   $5 channel text: to notify
+-- Asked for by the caller: the notification goes out with the caller's commit, and
+-- not at all on rollback, so no listener wakes before the rows are visible. The
+-- caller's commit then takes the database-wide notify lock (see enqueueInTransaction).
+WITH written AS (
+    -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
+    -- upserts lock in the one total order every writer uses. The caller has merged
+    -- duplicate keys already: ON CONFLICT cannot touch a row twice (21000).
+    INSERT INTO work_queue_items AS q (queue_name, item_key, priority, available_at)
+    SELECT $1::text, e.item_key, e.priority, now() + e.delay_us * INTERVAL '1 microsecond'
+    FROM unnest($2::text[], $3::int[], $4::bigint[]) AS e(item_key, priority, delay_us)
+    ORDER BY e.item_key COLLATE "C"
+    ON CONFLICT (queue_name, item_key) DO UPDATE SET
+        -- Outstanding: priority only rises, availability only moves earlier, attempts,
+        -- last error and a live lease are kept. Completed: restart it outright.
+        priority = CASE WHEN q.completed_at IS NULL
+            THEN GREATEST(q.priority, EXCLUDED.priority) ELSE EXCLUDED.priority END,
+        available_at = CASE WHEN q.completed_at IS NULL
+            THEN LEAST(q.available_at, EXCLUDED.available_at) ELSE EXCLUDED.available_at END,
+        attempts = CASE WHEN q.completed_at IS NULL THEN q.attempts ELSE 0 END,
+        last_error = CASE WHEN q.completed_at IS NULL THEN q.last_error END,
+        enqueued_at = CASE WHEN q.completed_at IS NULL THEN q.enqueued_at ELSE EXCLUDED.enqueued_at END,
+        lease_until = CASE WHEN q.completed_at IS NULL THEN q.lease_until ELSE 'epoch' END,
+        -- Enqueued while leased: the work the lease is doing may predate this enqueue,
+        -- so completing it will run it once more, from the earliest availability asked
+        -- for (LEAST ignores the NULL of "not asked yet"). A completed row is restarted
+        -- above and carries no mark; a lapsed lease keeps its mark.
+        requested_at = CASE WHEN q.lease_until > now() THEN LEAST(q.requested_at, EXCLUDED.available_at)
+            WHEN q.completed_at IS NULL THEN q.requested_at END,
+        completed_at = NULL
+    -- Skip rewriting rows the enqueue would not change: fewer dead tuples. An enqueue
+    -- during a lease always changes the row (the mark), unless it asks for nothing new.
+    WHERE q.completed_at IS NOT NULL
+        OR EXCLUDED.priority > q.priority
+        OR EXCLUDED.available_at < q.available_at
+        OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at))
+)
+SELECT pg_notify($5::text, '');
+
 -- claimDue
 --   $1 queue text: the logical queue's name
 --   $2 attempt limit int: 0 means unlimited
@@ -580,50 +672,6 @@ SET read_at = now(), pending = $3::bigint, ready = $4::bigint, leased = $5::bigi
     slot_xmin_age = $12::bigint
 WHERE queue_name = $1::text AND keeper = $2::text;
 
--- enqueue (notifying)
---   $1 queue text: the logical queue's name
---   $2 keys text[]: the stored keys, distinct
---   $3 priorities int[]: one per key
---   $4 delays bigint[]: one per key, in microseconds
---   $5 channel text: to notify
--- One statement, one transaction: the notification is delivered at commit, so no
--- listener wakes before the rows are visible, and a rollback sends nothing. One
--- notification per write, however many callers the write carries.
-WITH written AS (
-    -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
-    -- upserts lock in the one total order every writer uses. The caller has merged
-    -- duplicate keys already: ON CONFLICT cannot touch a row twice (21000).
-    INSERT INTO work_queue_items AS q (queue_name, item_key, priority, available_at)
-    SELECT $1::text, e.item_key, e.priority, now() + e.delay_us * INTERVAL '1 microsecond'
-    FROM unnest($2::text[], $3::int[], $4::bigint[]) AS e(item_key, priority, delay_us)
-    ORDER BY e.item_key COLLATE "C"
-    ON CONFLICT (queue_name, item_key) DO UPDATE SET
-        -- Outstanding: priority only rises, availability only moves earlier, attempts,
-        -- last error and a live lease are kept. Completed: restart it outright.
-        priority = CASE WHEN q.completed_at IS NULL
-            THEN GREATEST(q.priority, EXCLUDED.priority) ELSE EXCLUDED.priority END,
-        available_at = CASE WHEN q.completed_at IS NULL
-            THEN LEAST(q.available_at, EXCLUDED.available_at) ELSE EXCLUDED.available_at END,
-        attempts = CASE WHEN q.completed_at IS NULL THEN q.attempts ELSE 0 END,
-        last_error = CASE WHEN q.completed_at IS NULL THEN q.last_error END,
-        enqueued_at = CASE WHEN q.completed_at IS NULL THEN q.enqueued_at ELSE EXCLUDED.enqueued_at END,
-        lease_until = CASE WHEN q.completed_at IS NULL THEN q.lease_until ELSE 'epoch' END,
-        -- Enqueued while leased: the work the lease is doing may predate this enqueue,
-        -- so completing it will run it once more, from the earliest availability asked
-        -- for (LEAST ignores the NULL of "not asked yet"). A completed row is restarted
-        -- above and carries no mark; a lapsed lease keeps its mark.
-        requested_at = CASE WHEN q.lease_until > now() THEN LEAST(q.requested_at, EXCLUDED.available_at)
-            WHEN q.completed_at IS NULL THEN q.requested_at END,
-        completed_at = NULL
-    -- Skip rewriting rows the enqueue would not change: fewer dead tuples. An enqueue
-    -- during a lease always changes the row (the mark), unless it asks for nothing new.
-    WHERE q.completed_at IS NOT NULL
-        OR EXCLUDED.priority > q.priority
-        OR EXCLUDED.available_at < q.available_at
-        OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at))
-)
-SELECT pg_notify($5::text, '');
-
 -- completeAndClaim (deleteOnComplete)
 --   $1 queue text: the logical queue's name
 --   $2 attempt limit int: 0 means unlimited
@@ -855,6 +903,27 @@ LEFT JOIN LATERAL (
     ORDER BY started
     LIMIT 1
 ) AS oldest ON true;
+
+-- notify
+--   $1 channel text: to notify
+--   $2 xids text[]: transactions the queue awaits, to learn which ended before this one
+-- A notifying commit of its own, in autocommit: it holds the notify lock only for
+-- its own commit, which writes no rows. A notification needs an xid, so that commit
+-- writes a commit record; synchronous_commit off for this transaction alone means
+-- the lock is not held through a WAL flush. A crash can lose the notification, which
+-- a crash would lose anyway; the poll is the backstop.
+-- The statuses are read before this transaction commits: a transaction found
+-- committed here is visible to whoever this notification wakes.
+SELECT awaited.xid, pg_xact_status(awaited.xid::xid8) AS status
+FROM (SELECT set_config('synchronous_commit', 'off', true), pg_notify($1::text, '')) AS sent
+LEFT JOIN unnest($2::text[]) AS awaited(xid) ON true;
+
+-- transactionStatus
+--   $1 xids text[]: transactions the queue awaits
+-- Read only, no xid of its own. Which transactions that enqueued on a caller's
+-- connection have ended, and how, so the queue notifies for those that committed.
+SELECT awaited.xid, pg_xact_status(awaited.xid::xid8) AS status
+FROM unnest($1::text[]) AS awaited(xid);
 
 -- admin: queueNames
 --   (no parameters)

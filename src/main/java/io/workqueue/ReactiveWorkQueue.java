@@ -103,6 +103,16 @@ public interface ReactiveWorkQueue<K> {
      * live lease also marks the item, so that completing that lease runs it once more (see
      * {@link #complete(Collection)}): an enqueue during a lease is never lost.
      *
+     * <p><b>Wakeups.</b> With a {@link WorkQueueConfig#notifyChannel() notify channel} (and
+     * {@link WorkQueueConfig#notifyOnEnqueue()} on), the upsert itself does not notify: once it has
+     * committed, this instance sends one payload-free notification from a transaction of its own,
+     * at once if its last one was at least {@link WorkQueueConfig#minWakeInterval()} ago, otherwise
+     * at the end of that interval, covering every write committed meanwhile. So listeners never
+     * wake before the rows are visible, the instance makes at most one notifying commit per
+     * interval however many writes it runs, and the {@code Mono} does not wait for the
+     * notification. A notification that fails is logged; idle workers then find the rows at their
+     * poll.
+     *
      * <p>Cold: subscribing encodes and vets the keys and submits them to the group commit; each
      * subscription submits them again (which is harmless: enqueue is idempotent). The
      * {@code Mono} completes, on a driver thread, once the upsert carrying these rows has
@@ -208,11 +218,52 @@ public interface ReactiveWorkQueue<K> {
      * its rows stay is up to the caller's transaction. Not bounded by
      * {@link WorkQueueConfig#writeTimeout()}: the caller owns the connection, and its timeouts.
      *
+     * <p><b>Wakeups.</b> With a {@link WorkQueueConfig#notifyChannel() notify channel} (and
+     * {@link WorkQueueConfig#notifyOnEnqueue()} on), nothing is queued in the caller's transaction:
+     * a transaction that notifies takes, at commit, a lock every other notifying commit of the
+     * database waits for, held through its WAL flush, and that would serialise the callers'
+     * business transactions. Instead the upsert returns the transaction's id, and this instance
+     * asks the database from a connection of its own whether that transaction has ended, soon
+     * after the statement and then at a pace that slows with the transaction's age (about an
+     * eighth of it, at least every half second); once it has committed, the wakeup goes out as for
+     * {@link #enqueue(Collection)} (debounced, at most one notifying commit per
+     * {@link WorkQueueConfig#minWakeInterval()}); if it rolled back, nothing is sent. A
+     * transaction that commits within milliseconds wakes listeners within a few more. The cost is
+     * one small read-only statement per check on this instance's connection factory, shared by all
+     * the transactions awaited at the time, and none while a wakeup is already due. Transactions
+     * handed over after {@link #close()} are not awaited. Callers who want the notification in
+     * their own commit ask for it with {@link #enqueueNotifyingInTransaction}.
+     *
      * @param connection the caller's connection, with or without an open transaction
      * @param entries    the entries to enqueue
      * @return a cold {@code Mono} that completes once the upsert has run on {@code connection}
      */
     Mono<Void> enqueue(Connection connection, Collection<Entry<K>> entries);
+
+    /**
+     * {@link #enqueue(Connection, Collection)} with the wakeup notification queued in the caller's
+     * transaction, in the same statement as the rows: it is delivered the moment the caller
+     * commits, and not at all on rollback. The price is the caller's: its commit takes the
+     * database-wide notify lock, and waits for every other notifying commit in the database ahead
+     * of it, which at high commit rates costs throughput database-wide. Ask for it when a wakeup at
+     * commit matters more than that; otherwise use {@link #enqueue(Connection, Collection)}, whose
+     * wakeup follows the commit within milliseconds. Sends nothing, exactly like
+     * {@link #enqueue(Connection, Collection)}, when the queue has no channel or
+     * {@link WorkQueueConfig#notifyOnEnqueue()} is off. Not debounced and not counted in the
+     * notify meters: each call notifies in its caller's transaction.
+     *
+     * <p>Cold, with the same errors, cancellation and thread as
+     * {@link #enqueue(Connection, Collection)}. This default suits a queue that sends no
+     * notifications: it is {@link #enqueue(Connection, Collection)}.
+     *
+     * @param connection the caller's connection, with or without an open transaction
+     * @param entries    the entries to enqueue
+     * @return a cold {@code Mono} that completes once the upsert (and its notification, pending
+     *         until the caller commits) has run on {@code connection}
+     */
+    default Mono<Void> enqueueNotifyingInTransaction(Connection connection, Collection<Entry<K>> entries) {
+        return enqueue(connection, entries);
+    }
 
     /**
      * Leases up to {@code limit} due items in one statement, ordered by priority (highest first),
@@ -703,7 +754,9 @@ public interface ReactiveWorkQueue<K> {
      * Closes the queue to enqueues: flushes whatever enqueues are pending, then refuses every later
      * enqueue with {@link QueueClosedException}. Idempotent: every call completes once the flush
      * has (the flush also covers merged {@link #complete} calls already submitted). Other methods
-     * keep working, so a worker may still complete what it holds.
+     * keep working, so a worker may still complete what it holds. A wakeup notification still due
+     * for writes already committed goes out with the flush, without waiting for the rest of
+     * {@link WorkQueueConfig#minWakeInterval()}; none is sent after it.
      *
      * <p>Unlike the rest of this interface, closing starts when the method is called, subscribed or
      * not; the {@code Mono} only reports the flush, completing on a driver thread (or at once when

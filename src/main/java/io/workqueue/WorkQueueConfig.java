@@ -33,6 +33,7 @@ public final class WorkQueueConfig {
 
     private static final String DEFAULT_TABLE_PREFIX = "";
     private static final String DEFAULT_NOTIFY_CHANNEL = "";
+    private static final boolean DEFAULT_NOTIFY_ON_ENQUEUE = true;
     private static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
     private static final int DEFAULT_MAX_ATTEMPTS = 0;
     private static final int DEFAULT_MAX_CLAIM_BATCH = 500;
@@ -47,6 +48,7 @@ public final class WorkQueueConfig {
     private final String name;
     private final String tablePrefix;
     private final String notifyChannel;
+    private final boolean notifyOnEnqueue;
     private final Duration retention;
     private final int maxAttempts;
     private final int maxClaimBatch;
@@ -63,6 +65,7 @@ public final class WorkQueueConfig {
         this.name = validName(b.name);
         this.tablePrefix = validPrefix(b.tablePrefix);
         this.notifyChannel = validChannel(b.notifyChannel);
+        this.notifyOnEnqueue = b.notifyOnEnqueue;
         this.retention = Durations.capped(requireAtLeast("retention", b.retention, Duration.ofSeconds(1)));
         if (b.maxAttempts < 0) {
             throw new InvalidConfigException("maxAttempts must be 0 (unlimited) or more but was " + b.maxAttempts);
@@ -148,6 +151,7 @@ public final class WorkQueueConfig {
         Builder builder = new Builder(name);
         builder.tablePrefix = tablePrefix;
         builder.notifyChannel = notifyChannel;
+        builder.notifyOnEnqueue = notifyOnEnqueue;
         builder.retention = retention;
         builder.maxAttempts = maxAttempts;
         builder.maxClaimBatch = maxClaimBatch;
@@ -183,13 +187,32 @@ public final class WorkQueueConfig {
     }
 
     /**
-     * The channel every enqueue notifies, in the transaction that writes its rows, so that
-     * listeners on it wake up.
+     * The channel this queue's wakeups travel on: unless {@link #notifyOnEnqueue()} is off, this
+     * instance sends a payload-free notification on it once enqueued rows have committed, so that
+     * listeners on it wake up. Never inside the caller's transaction unless the caller asks
+     * ({@link ReactiveWorkQueue#enqueueNotifyingInTransaction}), and at most one notifying commit
+     * per {@link #minWakeInterval()} per instance (see
+     * {@link ReactiveWorkQueue#enqueue(java.util.Collection)} and
+     * {@link ReactiveWorkQueue#enqueue(io.r2dbc.spi.Connection, java.util.Collection)}).
      *
      * @return {@code ""} for none (the default); otherwise a plain identifier
      */
     public String notifyChannel() {
         return notifyChannel;
+    }
+
+    /**
+     * Whether this queue's enqueues send notifications on {@link #notifyChannel()}. Off, the queue
+     * is poll-only on the sending side: the channel stays configured for whoever listens on it
+     * (the Spring starter starts its listener from it; notifications may come from elsewhere), and
+     * enqueues here send nothing, not even one the caller of
+     * {@link ReactiveWorkQueue#enqueueNotifyingInTransaction} asks for. Meaningless without a
+     * channel.
+     *
+     * @return {@code true} by default
+     */
+    public boolean notifyOnEnqueue() {
+        return notifyOnEnqueue;
     }
 
     /**
@@ -348,6 +371,7 @@ public final class WorkQueueConfig {
                 && name.equals(that.name)
                 && tablePrefix.equals(that.tablePrefix)
                 && notifyChannel.equals(that.notifyChannel)
+                && notifyOnEnqueue == that.notifyOnEnqueue
                 && retention.equals(that.retention)
                 && maxAttempts == that.maxAttempts
                 && maxClaimBatch == that.maxClaimBatch
@@ -367,7 +391,7 @@ public final class WorkQueueConfig {
      */
     @Override
     public int hashCode() {
-        return Objects.hash(name, tablePrefix, notifyChannel, retention, maxAttempts, maxClaimBatch, reapBatchSize,
+        return Objects.hash(name, tablePrefix, notifyChannel, notifyOnEnqueue, retention, maxAttempts, maxClaimBatch, reapBatchSize,
                 writeAttempts, minWakeInterval, writeTimeout, deleteOnComplete, maxWriteBatch, horizonWarning);
     }
 
@@ -381,6 +405,7 @@ public final class WorkQueueConfig {
         return "WorkQueueConfig[name=" + name
                 + ", tablePrefix=" + tablePrefix
                 + ", notifyChannel=" + notifyChannel
+                + ", notifyOnEnqueue=" + notifyOnEnqueue
                 + ", retention=" + retention
                 + ", maxAttempts=" + maxAttempts
                 + ", maxClaimBatch=" + maxClaimBatch
@@ -417,6 +442,7 @@ public final class WorkQueueConfig {
         private final @Nullable String name;
         private @Nullable String tablePrefix = DEFAULT_TABLE_PREFIX;
         private @Nullable String notifyChannel = DEFAULT_NOTIFY_CHANNEL;
+        private boolean notifyOnEnqueue = DEFAULT_NOTIFY_ON_ENQUEUE;
         private @Nullable Duration retention = DEFAULT_RETENTION;
         private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
         private int maxClaimBatch = DEFAULT_MAX_CLAIM_BATCH;
@@ -449,14 +475,27 @@ public final class WorkQueueConfig {
         }
 
         /**
-         * Sets the channel every enqueue notifies; default {@code ""} (none). A plain
-         * lower-case identifier of at most 63 bytes.
+         * Sets the channel this queue's wakeups travel on; default {@code ""} (none). A plain
+         * lower-case identifier of at most 63 bytes. See {@link WorkQueueConfig#notifyChannel()}.
          *
          * @param notifyChannel the channel, or {@code ""} for none; never {@code null}
          * @return this builder
          */
         public Builder notifyChannel(String notifyChannel) {
             this.notifyChannel = notifyChannel;
+            return this;
+        }
+
+        /**
+         * Sets whether enqueues send notifications on the channel; default {@code true}.
+         * {@code false} makes the sending side poll-only while the channel stays configured for
+         * listeners. See {@link WorkQueueConfig#notifyOnEnqueue()}.
+         *
+         * @param notifyOnEnqueue {@code false} to send nothing on enqueue
+         * @return this builder
+         */
+        public Builder notifyOnEnqueue(boolean notifyOnEnqueue) {
+            this.notifyOnEnqueue = notifyOnEnqueue;
             return this;
         }
 

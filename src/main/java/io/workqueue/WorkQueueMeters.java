@@ -40,6 +40,20 @@ public final class WorkQueueMeters {
     public static final String REMOVED = "workqueue.removed";
     /** Counter: completed items deleted by reap. */
     public static final String REAPED = "workqueue.reaped";
+    /**
+     * Counter: notifying commits this instance made, each a payload-free notification on the
+     * queue's channel in a transaction of its own: at most one per {@code minWakeInterval}, however
+     * many writes it announces. A transactional enqueue whose caller asks to notify in its own
+     * transaction ({@code enqueueNotifyingInTransaction}) is not counted: that commit is the
+     * caller's.
+     */
+    public static final String NOTIFY_COMMITS = "workqueue.notify.commits";
+    /**
+     * Timer: one of those notifying commits, from sending its statement to its commit. Every
+     * notifying commit in the database waits for the one before it to commit, so a growing time
+     * here means notifications, anybody's, are queueing.
+     */
+    public static final String NOTIFY_COMMIT_LATENCY = "workqueue.notify.commit.latency";
     /** Counter: writes run again because PostgreSQL asked (SQLSTATE 40001, 40P01). */
     public static final String WRITE_RETRIES = "workqueue.write.retries";
 

@@ -40,6 +40,7 @@ class WorkQueueConfigTest {
         assertEquals("emails", config.name());
         assertEquals("", config.tablePrefix());
         assertEquals("", config.notifyChannel());
+        assertTrue(config.notifyOnEnqueue(), "a queue with a channel notifies unless told otherwise");
         assertEquals(Duration.ofHours(24), config.retention());
         assertEquals(0, config.maxAttempts());
         assertEquals(500, config.maxClaimBatch());
@@ -57,6 +58,7 @@ class WorkQueueConfigTest {
         WorkQueueConfig config = builder()
                 .tablePrefix("ddb")
                 .notifyChannel("work_ready")
+                .notifyOnEnqueue(false)
                 .retention(Duration.ofSeconds(1))
                 .maxAttempts(5)
                 .maxClaimBatch(1)
@@ -71,6 +73,7 @@ class WorkQueueConfigTest {
         assertEquals("emails", config.name());
         assertEquals("ddb", config.tablePrefix());
         assertEquals("work_ready", config.notifyChannel());
+        assertFalse(config.notifyOnEnqueue());
         assertEquals(Duration.ofSeconds(1), config.retention());
         assertEquals(5, config.maxAttempts());
         assertEquals(1, config.maxClaimBatch());
@@ -91,7 +94,7 @@ class WorkQueueConfigTest {
         assertEquals(config, builder().build());
         assertEquals(config.hashCode(), builder().build().hashCode());
         List<UnaryOperator<WorkQueueConfig.Builder>> changes = List.of(
-                b -> b.tablePrefix("ddb"), b -> b.notifyChannel("work_ready"), b -> b.retention(Duration.ofSeconds(2)),
+                b -> b.tablePrefix("ddb"), b -> b.notifyChannel("work_ready"), b -> b.notifyOnEnqueue(false), b -> b.retention(Duration.ofSeconds(2)),
                 b -> b.maxAttempts(1), b -> b.maxClaimBatch(2), b -> b.reapBatchSize(2), b -> b.writeAttempts(2),
                 b -> b.minWakeInterval(Duration.ofMillis(2)), b -> b.writeTimeout(Duration.ofSeconds(2)),
                 b -> b.deleteOnComplete(true), b -> b.maxWriteBatch(2), b -> b.horizonWarning(Duration.ofSeconds(2)));
@@ -106,7 +109,7 @@ class WorkQueueConfigTest {
     @Test
     void toStringNamesEverySetting() {
         String text = builder().tablePrefix("ddb").writeTimeout(Duration.ofMillis(250)).build().toString();
-        for (String part : List.of("name=emails", "tablePrefix=ddb", "notifyChannel=", "retention=PT24H",
+        for (String part : List.of("name=emails", "tablePrefix=ddb", "notifyChannel=", "notifyOnEnqueue=true", "retention=PT24H",
                 "maxAttempts=0", "maxClaimBatch=500", "reapBatchSize=1000", "writeAttempts=3",
                 "minWakeInterval=PT0.1S", "writeTimeout=PT0.25S", "deleteOnComplete=false", "maxWriteBatch=10000",
                 "horizonWarning=PT5M")) {

@@ -30,6 +30,8 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     private final Counter removed;
     private final Counter reaped;
     private final Counter writeRetries;
+    private final Counter notifyCommits;
+    private final Timer notifyCommitLatency;
     private final DistributionSummary claimBatchSize;
     private final Timer claimLatency;
     private final Timer claimLook;
@@ -55,6 +57,10 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
         removed = counter(registry, WorkQueueMeters.REMOVED, "items removed", tags);
         reaped = counter(registry, WorkQueueMeters.REAPED, "completed items deleted", tags);
         writeRetries = counter(registry, WorkQueueMeters.WRITE_RETRIES, "writes retried on 40001/40P01", tags);
+        notifyCommits = counter(registry, WorkQueueMeters.NOTIFY_COMMITS,
+                "notifying commits of this instance (debounced wakeups)", tags);
+        notifyCommitLatency = Timer.builder(WorkQueueMeters.NOTIFY_COMMIT_LATENCY)
+                .description("one notifying commit of this instance").tags(tags).register(registry);
         claimBatchSize = DistributionSummary.builder(WorkQueueMeters.CLAIM_BATCH_SIZE)
                 .description("items leased per claim").baseUnit("items").tags(tags).register(registry);
         claimLatency = Timer.builder(WorkQueueMeters.CLAIM_LATENCY)
@@ -161,6 +167,12 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     @Override
     public void reaped(long count) {
         reaped.increment(count);
+    }
+
+    @Override
+    public void notified(long nanos) {
+        notifyCommits.increment();
+        notifyCommitLatency.record(nanos, TimeUnit.NANOSECONDS);
     }
 
     @Override

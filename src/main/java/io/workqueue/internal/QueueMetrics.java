@@ -48,6 +48,12 @@ public interface QueueMetrics {
     /** {@code count} items reaped. */
     default void reaped(long count) {}
 
+    /**
+     * A notifying commit of this instance's own (the debounced wakeup notification) succeeded,
+     * {@code nanos} after its statement was sent.
+     */
+    default void notified(long nanos) {}
+
     /** A write is being run again at PostgreSQL's request. */
     default void writeRetried() {}
 

@@ -27,6 +27,7 @@ import io.workqueue.internal.DemandPacedClaims;
 import io.workqueue.internal.base.Durations;
 import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.KeyVetting;
+import io.workqueue.internal.Notifier;
 import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.SqlStates;
 import io.workqueue.internal.Throwables;
@@ -37,8 +38,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
@@ -85,6 +88,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private final GroupCommit<String[], Long> completions;
     private final GroupCommit<LeaseRequest, Leased<K>> leases;
     private final WakeGate wakeGate;
+    /** Sends this instance's wakeup notifications; {@code null} when its enqueues send none. */
+    private final @Nullable Notifier notifier;
     private final QueueMetrics metrics;
     private final ClaimCursors cursors = new ClaimCursors(System.nanoTime());
     private final CursorLook look;
@@ -100,7 +105,10 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         this.codec = codec;
         this.timer = timer;
         this.metrics = metrics;
-        this.sql = new Sql(config.tablePrefix(), !config.notifyChannel().isEmpty(), config.deleteOnComplete());
+        this.sql = new Sql(config.tablePrefix(), config.deleteOnComplete());
+        this.notifier = config.notifyOnEnqueue() && !config.notifyChannel().isEmpty()
+                ? new Notifier(config.name(), new NotifyChannel(), config.minWakeInterval(), timer, metrics::notified)
+                : null;
         // Both weigh a call by the keys it names, before merging: that is what a write's size
         // grows with, and it is known without merging.
         this.enqueues = new GroupCommit<>(config.name(), "enqueue", GroupCommit.withoutResults(this::writeMerged),
@@ -196,13 +204,41 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<Void> enqueue(Connection connection, Collection<Entry<K>> entries) {
+        return enqueueOn(connection, entries, false);
+    }
+
+    @Override
+    public Mono<Void> enqueueNotifyingInTransaction(Connection connection, Collection<Entry<K>> entries) {
+        return enqueueOn(connection, entries, true);
+    }
+
+    /**
+     * A transactional enqueue. On a queue that notifies, the upsert either carries the notification
+     * ({@code inTransaction}) or hands the transaction's id to the notifier, which announces the
+     * rows once that transaction has committed.
+     */
+    private Mono<Void> enqueueOn(Connection connection, Collection<Entry<K>> entries, boolean inTransaction) {
         return Mono.defer(() -> {
             Objects.requireNonNull(connection, "connection");
             List<EncodedEntry> merged = EncodedEntry.merge(List.of(encodeEntries(entries)));
-            return merged.isEmpty()
-                    ? Mono.<Void>empty()
-                    : upsert(connection, merged).onErrorMap(this::outdatedSchema)
-                            .doOnSuccess(ignored -> metrics.enqueued(merged.size()));
+            if (merged.isEmpty()) {
+                return Mono.<Void>empty();
+            }
+            Notifier announcer = notifier;
+            Mono<Void> written;
+            if (announcer == null) {
+                written = rowsUpdated(upsert(connection, merged, sql.enqueue)).then();
+            } else if (inTransaction) {
+                written = rowsUpdated(upsert(connection, merged, sql.enqueueNotifying)
+                        .bind(4, config.notifyChannel())).then();
+            } else {
+                written = Flux.from(upsert(connection, merged, sql.enqueueInTransaction).execute())
+                        .concatMap(result -> result.map((row, meta) -> Objects.requireNonNull(
+                                row.get("xid", String.class), "the enqueue's transaction id")))
+                        .doOnNext(announcer::awaitCommit)
+                        .then();
+            }
+            return written.onErrorMap(this::outdatedSchema).doOnSuccess(ignored -> metrics.enqueued(merged.size()));
         });
     }
 
@@ -210,11 +246,50 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private Mono<Void> writeMerged(List<List<EncodedEntry>> batches) {
         List<EncodedEntry> merged = EncodedEntry.merge(batches);
         // How long it took, and whether it failed or timed out, is the group commit's to report.
-        return withRetries(inConnection(connection -> upsert(connection, merged)))
-                .doOnSuccess(ignored -> metrics.flushed(merged.size()));
+        return withRetries(inConnection(connection -> rowsUpdated(upsert(connection, merged, sql.enqueue)).then()))
+                .doOnSuccess(ignored -> {
+                    metrics.flushed(merged.size());
+                    if (notifier != null) {
+                        notifier.committed();
+                    }
+                });
     }
 
-    private Mono<Void> upsert(Connection connection, List<EncodedEntry> merged) {
+    /**
+     * The notifier's statements, each on a connection of this queue's factory, in autocommit,
+     * bounded by {@code writeTimeout} (an abandoned one is cancelled on the server).
+     */
+    private final class NotifyChannel implements Notifier.Channel {
+        @Override
+        public Mono<Map<String, String>> notify(Collection<String> awaited) {
+            return statuses(connection -> connection.createStatement(Sql.NOTIFY)
+                    .bind(0, config.notifyChannel())
+                    .bind(1, awaited.toArray(String[]::new)));
+        }
+
+        @Override
+        public Mono<Map<String, String>> statuses(Collection<String> awaited) {
+            return statuses(connection -> connection.createStatement(Sql.TRANSACTION_STATUS)
+                    .bind(0, awaited.toArray(String[]::new)));
+        }
+
+        private Mono<Map<String, String>> statuses(Function<Connection, Statement> statement) {
+            return inConnection(connection -> Flux.from(statement.apply(connection).execute())
+                            .concatMap(result -> result.map((row, meta) -> {
+                                String xid = row.get("xid", String.class);
+                                String status = row.get("status", String.class);
+                                // The notification's one row when nothing is awaited has no xid.
+                                return new String[] {xid == null ? "" : xid, status == null ? Notifier.UNKNOWN : status};
+                            }))
+                            .filter(pair -> !pair[0].isEmpty())
+                            .collect(() -> (Map<String, String>) new HashMap<String, String>(),
+                                    (map, pair) -> map.put(pair[0], pair[1])))
+                    .timeout(config.writeTimeout(), timer);
+        }
+    }
+
+    /** The upsert of {@code merged} as {@code statementSql} (one of the enqueue statements), its first four parameters bound. */
+    private Statement upsert(Connection connection, List<EncodedEntry> merged, String statementSql) {
         int n = merged.size();
         String[] keys = new String[n];
         Integer[] priorities = new Integer[n];
@@ -231,15 +306,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                 cursors.bandSeen(e.priority(), now);
             }
         }
-        Statement statement = connection.createStatement(sql.enqueue)
+        return connection.createStatement(statementSql)
                 .bind(0, config.name())
                 .bind(1, keys)
                 .bind(2, priorities)
                 .bind(3, delays);
-        if (!config.notifyChannel().isEmpty()) {
-            statement.bind(4, config.notifyChannel());
-        }
-        return rowsUpdated(statement).then();
     }
 
     private List<EncodedEntry> encodeEntries(Collection<Entry<K>> entries) {
@@ -273,6 +344,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     /** Where this instance's claims start reading each band; for tests in this package. */
     ClaimCursors cursors() {
         return cursors;
+    }
+
+    /** The notifier of this instance's wakeups, {@code null} when it sends none; for tests in this package. */
+    @Nullable Notifier notifier() {
+        return notifier;
     }
 
     /** The look behind this instance's claim cursors; for tests in this package. */
@@ -787,7 +863,9 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @Override
     public Mono<Void> close() {
         // Merged completes are flushed too, but never refused: a worker may complete what it holds.
-        return Mono.when(enqueues.close(), completions.flush());
+        Mono<Void> flushed = Mono.when(enqueues.close(), completions.flush());
+        // The last flush may have made a wakeup due: it goes out now rather than at the interval's end.
+        return notifier == null ? flushed : flushed.then(Mono.defer(notifier::close));
     }
 
     // ---------------------------------------------------------------- plumbing

@@ -121,8 +121,25 @@ final class Sql {
      * header), by name: what {@link #reference()} prints. The fields hold the same text as sent.
      */
     private final Map<String, String> readable = new LinkedHashMap<>();
-    /** The merged upsert of enqueued entries (and, when the queue notifies, the notification). */
+    /**
+     * The merged upsert of enqueued entries: what the group commit writes, and what a transactional
+     * enqueue runs when the queue sends no notifications. It never notifies: the group commit
+     * announces its writes after they commit (see {@link #NOTIFY}).
+     */
     final String enqueue;
+    /**
+     * {@link #enqueue} in the caller's transaction on a queue that notifies: the same upsert, which
+     * also returns the transaction's id ({@code xid}, as text) so that this instance can notify
+     * once that transaction has committed (see {@link #TRANSACTION_STATUS}). It queues no
+     * notification in the caller's transaction.
+     */
+    final String enqueueInTransaction;
+    /**
+     * {@link #enqueue} with the notification in the same statement ({@code $5} names the channel),
+     * for a transactional enqueue whose caller asks for it: delivered when, and only if, the
+     * caller's transaction commits, at the price of the notify lock in that commit.
+     */
+    final String enqueueNotifying;
     /**
      * A claim from the head of the due index, in exact claim order, for an instance that has no
      * cursors to read from yet or too many bands for them. One row of parallel arrays; see
@@ -234,12 +251,45 @@ final class Sql {
     /** {@link #HORIZON_WRITTEN} as sent. */
     static final String HORIZON = compact(HORIZON_WRITTEN);
 
+    private static final String P_NOTIFY = "$1 channel text: to notify"
+            + "\n$2 xids text[]: transactions the queue awaits, to learn which ended before this one";
+    private static final String P_TRANSACTIONS = "$1 xids text[]: transactions the queue awaits";
+
+    /**
+     * One row per awaited transaction ({@code $2}): its {@code xid} and {@code status} as
+     * {@code pg_xact_status} gives it ("in progress", "committed", "aborted", or null once the
+     * server has forgotten it), or one row of nulls when none is awaited. Names no table.
+     */
+    private static final String NOTIFY_WRITTEN = """
+            -- A notifying commit of its own, in autocommit: it holds the notify lock only for
+            -- its own commit, which writes no rows. A notification needs an xid, so that commit
+            -- writes a commit record; synchronous_commit off for this transaction alone means
+            -- the lock is not held through a WAL flush. A crash can lose the notification, which
+            -- a crash would lose anyway; the poll is the backstop.
+            -- The statuses are read before this transaction commits: a transaction found
+            -- committed here is visible to whoever this notification wakes.
+            SELECT awaited.xid, pg_xact_status(awaited.xid::xid8) AS status
+            FROM (SELECT set_config('synchronous_commit', 'off', true), pg_notify($1::text, '')) AS sent
+            LEFT JOIN unnest($2::text[]) AS awaited(xid) ON true
+            """;
+    /** {@link #NOTIFY_WRITTEN} as sent. */
+    static final String NOTIFY = compact(NOTIFY_WRITTEN);
+
+    /** One row per transaction of {@code $1}: {@code xid} and {@code status}, as {@link #NOTIFY}'s. */
+    private static final String TRANSACTION_STATUS_WRITTEN = """
+            -- Read only, no xid of its own. Which transactions that enqueued on a caller's
+            -- connection have ended, and how, so the queue notifies for those that committed.
+            SELECT awaited.xid, pg_xact_status(awaited.xid::xid8) AS status
+            FROM unnest($1::text[]) AS awaited(xid)
+            """;
+    /** {@link #TRANSACTION_STATUS_WRITTEN} as sent. */
+    static final String TRANSACTION_STATUS = compact(TRANSACTION_STATUS_WRITTEN);
+
     /**
      * @param tablePrefix      the validated prefix of the one table every statement names
-     * @param notify           whether the enqueue also notifies ({@code $5} names the channel)
      * @param deleteOnComplete whether completing deletes rows rather than marking them completed
      */
-    Sql(String tablePrefix, boolean notify, boolean deleteOnComplete) {
+    Sql(String tablePrefix, boolean deleteOnComplete) {
         this.table = WorkQueueMigrations.tableName(tablePrefix);
         // The one rendering of completing, for both completing statements: "target" locks the named
         // pending rows in key order, "done" marks them completed (or deletes them), a row per item,
@@ -288,17 +338,30 @@ final class Sql {
                     OR EXCLUDED.available_at < q.available_at
                     OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at))
                 """.formatted(table);
-        this.enqueue = statement(notify ? "enqueue (notifying)" : "enqueue", P_KEYS
-                + "\n$3 priorities int[]: one per key"
-                + "\n$4 delays bigint[]: one per key, in microseconds" + (notify ? "\n$5 channel text: to notify" : ""),
-                notify ? """
-                -- One statement, one transaction: the notification is delivered at commit, so no
-                -- listener wakes before the rows are visible, and a rollback sends nothing. One
-                -- notification per write, however many callers the write carries.
+        String enqueueParameters = P_KEYS + "\n$3 priorities int[]: one per key"
+                + "\n$4 delays bigint[]: one per key, in microseconds";
+        this.enqueue = statement("enqueue", enqueueParameters, upsert);
+        this.enqueueInTransaction = statement("enqueueInTransaction", enqueueParameters, """
+                -- A transaction that notifies takes, at commit, a lock that every other notifying
+                -- commit in the database waits for, held through its WAL flush: in the caller's
+                -- business transaction that would serialise the database's notifying commits. So
+                -- nothing is queued here; the transaction's id goes back to the queue, which
+                -- notifies from a connection of its own once the transaction has committed.
+                -- The id is assigned by the upsert anyway (pg_current_xact_id assigns one if it
+                -- runs first, and the upsert then uses it); xids are cluster-wide, so any
+                -- session, through any pooler, can ask about it.
+                WITH written AS (
+                %s)
+                SELECT pg_current_xact_id()::text AS xid
+                """.formatted(upsert.indent(4)));
+        this.enqueueNotifying = statement("enqueueNotifying", enqueueParameters + "\n$5 channel text: to notify", """
+                -- Asked for by the caller: the notification goes out with the caller's commit, and
+                -- not at all on rollback, so no listener wakes before the rows are visible. The
+                -- caller's commit then takes the database-wide notify lock (see enqueueInTransaction).
                 WITH written AS (
                 %s)
                 SELECT pg_notify($5::text, '')
-                """.formatted(upsert.indent(4)) : upsert);
+                """.formatted(upsert.indent(4)));
         String cursors = "\n$%d band priorities int[]: the bands to read, highest first"
                 + "\n$%d band starts bigint[]: where each band's read starts, microseconds since the epoch";
         this.claimDue = statement("claimDue", P_CLAIM, "WITH " + claim(false, 0));
@@ -520,17 +583,19 @@ final class Sql {
 
     /**
      * Every statement the queue and the admin run, for the default table, as written: the readable
-     * form of each rendering (keeping rows, deleting on complete, notifying), each statement once,
+     * form of each rendering (keeping rows, deleting on complete), each statement once,
      * with its parameters named in its header. Committed as {@code docs/sql/statements.sql}
      * (StatementsReferenceTest keeps it current), so the final text of every statement can be read
      * in one place; the fields are the same text without the comments.
      */
     static String reference() {
         Map<String, String> all = new LinkedHashMap<>();
-        for (Sql rendering : List.of(new Sql("", false, false), new Sql("", true, true))) {
+        for (Sql rendering : List.of(new Sql("", false), new Sql("", true))) {
             all.putAll(rendering.readable);
         }
         statement(all, "horizon", "(no parameters)", HORIZON_WRITTEN);
+        statement(all, "notify", P_NOTIFY, NOTIFY_WRITTEN);
+        statement(all, "transactionStatus", P_TRANSACTIONS, TRANSACTION_STATUS_WRITTEN);
         all.putAll(new Inspection("").readable);
         StringBuilder out = new StringBuilder("""
                 -- Every statement reactive-workqueue runs, rendered for the default table
@@ -762,7 +827,7 @@ final class Sql {
         private final Map<String, String> readable = new LinkedHashMap<>();
 
         Inspection(String tablePrefix) {
-            Sql sql = new Sql(tablePrefix, false, false);
+            Sql sql = new Sql(tablePrefix, false);
             this.table = sql.table;
             this.stats = sql.stats;
             this.queueNames = statement(readable, "admin: queueNames", "(no parameters)", """

@@ -77,7 +77,7 @@ class ClaimCursorsIT {
     private record Cost(long buffers, long leased, String plan) {}
 
     private static Cost explainClaim(String tablePrefix, ReactiveWorkQueue<String> queue, boolean fromHead, int limit) {
-        Sql sql = new Sql(tablePrefix, false, false);
+        Sql sql = new Sql(tablePrefix, false);
         Map<Integer, Long> cursors = impl(queue).cursors().snapshot(); // highest priority first
         List<Integer> bands = new ArrayList<>(cursors.keySet());
         String plan = Mono.usingWhen(TestDatabase.pool().create(), c -> Mono.from(c.beginTransaction())

@@ -102,7 +102,7 @@ class InspectionSqlIT {
      */
     @Test
     void theStatesAreThePredicatesClaimsAndStatsUse() {
-        Sql queueSql = new Sql(prefix, false, false);
+        Sql queueSql = new Sql(prefix, false);
         assertTrue(queueSql.claimDue.contains(Sql.DUE));
         for (String predicate : List.of(Sql.DUE, Sql.LEASED, Sql.STALLED)) {
             assertTrue(queueSql.stats.contains("FILTER (WHERE " + predicate + ")"), predicate);

@@ -33,8 +33,8 @@ class SqlExplainIT {
     @BeforeAll
     static void createTable() {
         prefix = TestDatabase.createTable();
-        sql = new Sql(prefix, false, false);
-        deleting = new Sql(prefix, false, true);
+        sql = new Sql(prefix, false);
+        deleting = new Sql(prefix, true);
     }
 
     /** Every statement, with binds of the types the queue binds. */
@@ -44,6 +44,9 @@ class SqlExplainIT {
         Long[] cursors = {ClaimCursors.HEAD, 1_700_000_000_000_000L};
         return Map.ofEntries(
                 Map.entry("enqueue", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L}}),
+                Map.entry("enqueueInTransaction", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L}}),
+                Map.entry("enqueueNotifying", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L},
+                        "chan"}),
                 Map.entry("claimDue", new Object[] {"q", 0, 10, 30_000_000L}),
                 Map.entry("claimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, bands, cursors}),
                 Map.entry("completeAndClaim", new Object[] {"q", 0, 10, 30_000_000L, keys}),
@@ -94,12 +97,23 @@ class SqlExplainIT {
     }
 
     @Test
-    void theNotifyingEnqueuePlansWithItsChannel() {
-        Sql notifying = new Sql(prefix, true, false);
-        assertTrue(notifying.enqueue.contains("pg_notify"));
+    void onlyTheEnqueueTheCallerAsksForNotifiesInItsTransaction() {
+        assertTrue(sql.enqueueNotifying.contains("pg_notify($5::text"));
         assertFalse(sql.enqueue.contains("pg_notify"));
-        assertFalse(explain(notifying.enqueue, "q", new String[] {"a"}, new Integer[] {0}, new Long[] {0L}, "chan")
-                .isEmpty());
+        assertFalse(sql.enqueueInTransaction.contains("pg_notify"));
+        assertTrue(sql.enqueueInTransaction.contains("pg_current_xact_id()"));
+    }
+
+    /** The notifier's statements name no table, so they are static, and planned here. */
+    @Test
+    void theServerPlansTheNotifiersStatements() {
+        String[] xids = {"1", "2"};
+        assertFalse(explain(Sql.TRANSACTION_STATUS, (Object) xids).isEmpty());
+        assertFalse(explain(Sql.TRANSACTION_STATUS, (Object) new String[0]).isEmpty());
+        assertFalse(explain(Sql.NOTIFY, "chan", xids).isEmpty());
+        assertFalse(explain(Sql.NOTIFY, "chan", new String[0]).isEmpty());
+        // Its own commit, asynchronous: the notify lock is not held through a WAL flush.
+        assertTrue(Sql.NOTIFY.contains("set_config('synchronous_commit', 'off', true)"), Sql.NOTIFY);
     }
 
     @Test
@@ -202,8 +216,8 @@ class SqlExplainIT {
         // A table of its own holding one queue, as most deployments have: the estimates then say
         // the queue is the whole table, which is what tempts a generic plan into a scan of it.
         String ownPrefix = TestDatabase.createTable();
-        Sql ownSql = new Sql(ownPrefix, false, false);
-        Sql ownDeleting = new Sql(ownPrefix, false, true);
+        Sql ownSql = new Sql(ownPrefix, false);
+        Sql ownDeleting = new Sql(ownPrefix, true);
         String table = ownPrefix + "_work_queue_items";
         String queue = TestDatabase.uniqueName("generic");
         TestDatabase.queryStrings("INSERT INTO " + table + " (queue_name, item_key, completed_at)"
@@ -245,8 +259,8 @@ class SqlExplainIT {
     @Test
     void namedKeysAreLockedThroughThePrimaryKeyWhatTheStatisticsSay() {
         String ownPrefix = TestDatabase.createTable();
-        Sql ownSql = new Sql(ownPrefix, false, false);
-        Sql ownDeleting = new Sql(ownPrefix, false, true);
+        Sql ownSql = new Sql(ownPrefix, false);
+        Sql ownDeleting = new Sql(ownPrefix, true);
         String table = ownPrefix + "_work_queue_items";
         String queue = TestDatabase.uniqueName("history");
         TestDatabase.queryStrings("INSERT INTO " + table + " (queue_name, item_key, completed_at)"

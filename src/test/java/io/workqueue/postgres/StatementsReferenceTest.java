@@ -30,11 +30,12 @@ class StatementsReferenceTest {
 
     @Test
     void everyStatementSentIsTheReferenceWithoutItsComments() {
-        Sql sql = new Sql("", false, false);
+        Sql sql = new Sql("", false);
         String reference = Sql.reference();
         for (String sent : new String[] {sql.claimDue, sql.claimFromCursors, sql.completeKeys, sql.completeAndClaim,
                 sql.completeAndClaimFromCursors, sql.releaseKeys, sql.handBackKeys, sql.removeKeys, sql.reapCompleted,
-                sql.stats, sql.enqueue, Sql.HORIZON}) {
+                sql.stats, sql.enqueue, sql.enqueueInTransaction, sql.enqueueNotifying, Sql.HORIZON, Sql.NOTIFY,
+                Sql.TRANSACTION_STATUS}) {
             assertTrue(Sql.compact(reference).contains(sent.strip()), () -> "not in the reference:\n" + sent);
         }
     }

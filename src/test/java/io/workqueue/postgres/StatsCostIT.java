@@ -37,9 +37,9 @@ class StatsCostIT {
 
     @BeforeAll
     static void buildTables() {
-        small = new Sql(table(SMALL_HISTORY), false, false);
+        small = new Sql(table(SMALL_HISTORY), false);
         largePrefix = table(LARGE_HISTORY);
-        large = new Sql(largePrefix, false, false);
+        large = new Sql(largePrefix, false);
     }
 
     /** A table whose queue has {@link #PENDING} items in three bands, a tenth leased, over a history. */

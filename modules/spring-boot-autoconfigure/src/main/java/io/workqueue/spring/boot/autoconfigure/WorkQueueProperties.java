@@ -182,6 +182,7 @@ public class WorkQueueProperties implements Validator {
     public static class Queue {
         static final List<Setting<WorkQueueConfig.Builder, Queue>> SETTINGS = List.of(
                 new Setting<>("notifyChannel", (b, q) -> b.notifyChannel(q.notifyChannel)),
+                new Setting<>("notifyOnEnqueue", (b, q) -> b.notifyOnEnqueue(q.notifyOnEnqueue)),
                 new Setting<>("retention", (b, q) -> b.retention(q.retention)),
                 new Setting<>("maxAttempts", (b, q) -> b.maxAttempts(q.maxAttempts)),
                 new Setting<>("maxClaimBatch", (b, q) -> b.maxClaimBatch(q.maxClaimBatch)),
@@ -213,6 +214,12 @@ public class WorkQueueProperties implements Validator {
          * Empty for none.
          */
         private String notifyChannel = "";
+
+        /**
+         * Whether enqueues send notifications on the notify channel; false keeps the channel (the
+         * starter still listens on it) while this instance's enqueues send nothing (poll-only).
+         */
+        private boolean notifyOnEnqueue = true;
 
         /** How long completed items are kept before reap may delete them; at least 1s. */
         private Duration retention = Duration.ofHours(24);
@@ -317,6 +324,16 @@ public class WorkQueueProperties implements Validator {
         /** Sets {@link #getNotifyChannel()}. */
         public void setNotifyChannel(String notifyChannel) {
             this.notifyChannel = notifyChannel;
+        }
+
+        /** See {@link WorkQueueConfig#notifyOnEnqueue()}. */
+        public boolean isNotifyOnEnqueue() {
+            return notifyOnEnqueue;
+        }
+
+        /** Sets {@link #isNotifyOnEnqueue()}. */
+        public void setNotifyOnEnqueue(boolean notifyOnEnqueue) {
+            this.notifyOnEnqueue = notifyOnEnqueue;
         }
 
         /** See {@link WorkQueueConfig#retention()}. */

@@ -109,6 +109,7 @@ class WorkQueueAutoConfigurationTest {
                         "workqueue.table-prefix=shared",
                         "workqueue.queues.tiles.table-prefix=tiles",
                         "workqueue.queues.tiles.notify-channel=tiles_work",
+                        "workqueue.queues.tiles.notify-on-enqueue=false",
                         "workqueue.queues.tiles.retention=2h",
                         "workqueue.queues.tiles.max-attempts=7",
                         "workqueue.queues.tiles.max-claim-batch=50",
@@ -124,7 +125,7 @@ class WorkQueueAutoConfigurationTest {
                     WorkQueueProperties properties = context.getBean(WorkQueueProperties.class);
                     assertThat(properties.configOf("tiles", properties.getQueues().get("tiles")))
                             .isEqualTo(WorkQueueConfig.builder("tiles").tablePrefix("tiles").notifyChannel("tiles_work")
-                                    .retention(Duration.ofHours(2)).maxAttempts(7).maxClaimBatch(50).reapBatchSize(20)
+                                    .notifyOnEnqueue(false).retention(Duration.ofHours(2)).maxAttempts(7).maxClaimBatch(50).reapBatchSize(20)
                                     .writeAttempts(5).minWakeInterval(Duration.ofMillis(250))
                                     .writeTimeout(Duration.ofSeconds(3)).deleteOnComplete(true).maxWriteBatch(900)
                                     .horizonWarning(Duration.ofSeconds(90)).build());

@@ -1,0 +1,198 @@
+package io.workqueue.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/**
+ * {@link Notifier} on virtual time, against a scripted database: what it sends, when, and how often
+ * it asks about the transactions it awaits. The real statements are covered against PostgreSQL by
+ * {@code TransactionalNotifyIT}.
+ */
+class NotifierTest {
+    private static final Duration INTERVAL = Duration.ofMillis(100);
+
+    private final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
+    private final Script db = new Script();
+    private final List<Long> notified = new ArrayList<>();
+    private final Notifier notifier = new Notifier("q", db, INTERVAL, vts, nanos -> notified.add(nanos));
+
+    @AfterEach
+    void disposeTimer() {
+        vts.dispose();
+    }
+
+    /** A database whose transactions are whatever the test says; it records every statement. */
+    private final class Script implements Notifier.Channel {
+        final Map<String, String> status = new ConcurrentHashMap<>();
+        final List<Long> notifications = new ArrayList<>();
+        final List<Long> polls = new ArrayList<>();
+        final AtomicBoolean failPolls = new AtomicBoolean();
+
+        @Override
+        public Mono<Map<String, String>> notify(Collection<String> awaited) {
+            return Mono.fromSupplier(() -> {
+                notifications.add(vts.now(TimeUnit.MILLISECONDS));
+                return read(awaited);
+            });
+        }
+
+        @Override
+        public Mono<Map<String, String>> statuses(Collection<String> awaited) {
+            return Mono.defer(() -> {
+                polls.add(vts.now(TimeUnit.MILLISECONDS));
+                return failPolls.get() ? Mono.error(new IllegalStateException("connection lost")) : Mono.just(read(awaited));
+            });
+        }
+
+        private Map<String, String> read(Collection<String> awaited) {
+            Map<String, String> read = new HashMap<>();
+            awaited.forEach(xid -> read.put(xid, status.getOrDefault(xid, Notifier.IN_PROGRESS)));
+            return read;
+        }
+    }
+
+    private void advance(long millis) {
+        vts.advanceTimeBy(Duration.ofMillis(millis));
+    }
+
+    @Test
+    void aCommitAfterAQuietIntervalIsAnnouncedAtOnce() {
+        advance(5);
+        notifier.committed();
+        assertEquals(List.of(5L), db.notifications);
+        assertEquals(1, notified.size(), "the notifying commit is reported");
+    }
+
+    @Test
+    void aBurstOfCommitsSendsOneNotificationNowAndOneAtTheEndOfTheInterval() {
+        for (int i = 0; i < 50; i++) {
+            notifier.committed();
+            advance(1);
+        }
+        assertEquals(List.of(0L), db.notifications, "inside the interval, the later commits wait");
+        advance(49);
+        assertEquals(List.of(0L), db.notifications);
+        advance(1);
+        assertEquals(List.of(0L, 100L), db.notifications, "one trailing notification covers the rest");
+        advance(1_000);
+        assertEquals(2, db.notifications.size(), "nothing more without another commit");
+    }
+
+    @Test
+    void aSteadyStreamOfCommitsSendsOneNotificationPerInterval() {
+        for (int i = 0; i < 1_000; i++) {
+            notifier.committed();
+            advance(1);
+        }
+        advance(1_000);
+        assertEquals(11, db.notifications.size(), "a second of commits, an interval of 100 ms, and the trailing one: "
+                + db.notifications);
+        for (int i = 1; i < db.notifications.size(); i++) {
+            assertTrue(db.notifications.get(i) - db.notifications.get(i - 1) >= 100, db.notifications::toString);
+        }
+    }
+
+    @Test
+    void anAwaitedTransactionIsAnnouncedSoonAfterItCommitsAndNotBefore() {
+        notifier.awaitCommit("42");
+        advance(30);
+        assertEquals(List.of(), db.notifications, "still in progress: nothing is sent");
+        db.status.put("42", Notifier.COMMITTED);
+        long committedAt = vts.now(TimeUnit.MILLISECONDS);
+        advance(10);
+        assertEquals(1, db.notifications.size());
+        long late = db.notifications.get(0) - committedAt;
+        assertTrue(late <= 30 / 8 + 1, "found " + late + " ms after a commit 30 ms into the transaction");
+        assertEquals(0, notifier.awaitedCount(), "forgotten once it has ended");
+    }
+
+    @Test
+    void anAbortedTransactionSendsNothing() {
+        notifier.awaitCommit("7");
+        advance(3);
+        db.status.put("7", "aborted");
+        advance(1_000);
+        assertEquals(List.of(), db.notifications);
+        assertEquals(0, notifier.awaitedCount());
+    }
+
+    @Test
+    void aTransactionLeftOpenIsAskedAboutLessAndLessOften() {
+        notifier.awaitCommit("9");
+        advance(60_000);
+        // An eighth of its age, at least 1 ms, at most 500 ms: a minute costs a few hundred reads.
+        int polls = db.polls.size();
+        assertTrue(polls > 100 && polls < 250, polls + " reads in a minute");
+        long lastGap = db.polls.get(polls - 1) - db.polls.get(polls - 2);
+        assertEquals(Notifier.MAX_POLL_GAP.toMillis(), lastGap);
+        assertEquals(1L, db.polls.get(0), "the first read a millisecond after the hand-over");
+    }
+
+    @Test
+    void nothingIsReadWhileANotificationIsAlreadyDue() {
+        notifier.committed(); // sent at 0
+        advance(1);
+        notifier.committed(); // due at 100
+        notifier.awaitCommit("5");
+        advance(98);
+        assertEquals(List.of(), db.polls, "the notification due covers whatever commits before it");
+        db.status.put("5", Notifier.COMMITTED);
+        advance(1);
+        assertEquals(List.of(0L, 100L), db.notifications);
+        assertEquals(0, notifier.awaitedCount(), "the notification read it committed: it is covered");
+        advance(1_000);
+        assertEquals(2, db.notifications.size(), "not announced a second time");
+    }
+
+    @Test
+    void aFailedReadForgetsTheTransactionsAwaited() {
+        db.failPolls.set(true);
+        notifier.awaitCommit("1");
+        notifier.awaitCommit("2");
+        advance(5);
+        assertEquals(0, notifier.awaitedCount());
+        int polls = db.polls.size();
+        advance(1_000);
+        assertEquals(polls, db.polls.size(), "not asked about again");
+        assertEquals(List.of(), db.notifications);
+    }
+
+    @Test
+    void closeSendsTheDueNotificationAtOnceAndNothingAfter() {
+        notifier.committed();
+        advance(1);
+        notifier.committed();
+        AtomicBoolean closed = new AtomicBoolean();
+        notifier.close().subscribe(null, null, () -> closed.set(true));
+        advance(0);
+        assertTrue(closed.get());
+        assertEquals(List.of(0L, 1L), db.notifications, "the due one did not wait for the interval");
+        notifier.committed();
+        notifier.awaitCommit("3");
+        advance(1_000);
+        assertEquals(2, db.notifications.size());
+        assertEquals(List.of(), db.polls);
+    }
+
+    @Test
+    void theAwaitedTransactionsAreBounded() {
+        for (int i = 0; i < Notifier.MAX_AWAITED + 10; i++) {
+            notifier.awaitCommit(Integer.toString(i));
+        }
+        assertEquals(Notifier.MAX_AWAITED, notifier.awaitedCount());
+    }
+}
