@@ -262,6 +262,13 @@ final class StatsHistory {
         // Autovacuum is off on this server: do what it would have done after the load and the update.
         db.exec("VACUUM ANALYZE " + table, "CHECKPOINT");
         facts.put("vacuum_analyze_seconds", round((System.nanoTime() - t) / 1e9));
+        // What VACUUM could not remove (a snapshot held elsewhere on the server keeps dead versions,
+        // whose index entries later reads step over), and who held the oldest snapshot then.
+        facts.put("dead_tuples_after_vacuum", db.queryLong("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = '"
+                + table + "'"));
+        facts.put("oldest_snapshot_after_vacuum", db.queryString("SELECT coalesce(max(age(backend_xmin))::text || ' xids, database '"
+                + " || (array_agg(datname ORDER BY age(backend_xmin) DESC))[1], 'none') FROM pg_stat_activity"
+                + " WHERE backend_xmin IS NOT NULL AND pid <> pg_backend_pid()"));
         facts.putAll(sizes());
         System.out.printf(Locale.ROOT, "%,d completed: built in %.0f s, VACUUM ANALYZE + CHECKPOINT %.0f s; %s%n",
                 completed, buildSeconds, (System.nanoTime() - t) / 1e9, facts);
@@ -318,6 +325,10 @@ final class StatsHistory {
         facts.put("stats_plan_without_seqscan", indexPath);
         facts.put("stats_buffers_without_seqscan", buffers(indexPath));
         facts.put("stats_ms_without_seqscan", executionMillis(indexPath));
+        // Nor is this: the same read without JIT compilation, which the planner's cost turns on.
+        String noJit = explainAfter(pool, "SET LOCAL jit = off", sql.stats, QUEUE, MAX_ATTEMPTS);
+        facts.put("stats_ms_without_jit", executionMillis(noJit));
+        facts.put("stats_jit_ms", jitMillis(stats.plan()));
         // Also what the health check reads when it has something to report at once.
         facts.put("health_check_buffers_when_late", buffers(explain(pool, sql.readyLongerThan, QUEUE, MAX_ATTEMPTS, 0L)));
         db.dispose(pool, app);
@@ -394,6 +405,12 @@ final class StatsHistory {
                 Connection::close)
                 .block(Duration.ofMinutes(5));
         return String.join("\n", lines);
+    }
+
+    /** The time JIT compilation took in a plan's execution; 0 when the plan was not compiled. */
+    static double jitMillis(String plan) {
+        Matcher m = Pattern.compile("Timing: .*Total ([0-9.]+) ms").matcher(plan);
+        return m.find() ? Double.parseDouble(m.group(1)) : 0;
     }
 
     /** The server's own execution time from a plan. */
@@ -629,7 +646,16 @@ final class StatsHistory {
                 .append(" runs) touched ");
         md.append(sizes.stream().map(z -> count((Long) z.facts().get("stats_buffers_without_seqscan")) + " buffers in "
                 + z.facts().get("stats_ms_without_seqscan") + " ms").toList());
-        md.append(" (server execution time, once). The health check with a zero threshold (something late at once) touched ");
+        md.append(" (server execution time, once). The plan's JIT compilation took ")
+                .append(sizes.stream().map(z -> z.facts().get("stats_jit_ms") + " ms").toList())
+                .append(" of `stats()`'s execution; with `SET LOCAL jit = off` (diagnostic) it executed in ")
+                .append(sizes.stream().map(z -> z.facts().get("stats_ms_without_jit") + " ms").toList())
+                .append(". After each VACUUM the table still had ")
+                .append(sizes.stream().map(z -> String.valueOf(z.facts().get("dead_tuples_after_vacuum"))).toList())
+                .append(" dead tuples VACUUM could not remove; oldest snapshot on the server then: ")
+                .append(sizes.stream().map(z -> String.valueOf(z.facts().get("oldest_snapshot_after_vacuum"))).toList())
+                .append(".");
+        md.append(" The health check with a zero threshold (something late at once) touched ");
         md.append(sizes.stream().map(z -> String.valueOf(z.facts().get("health_check_buffers_when_late"))).toList())
                 .append(" buffers.\n\n");
         md.append("The old read is the statement at 2bb7396 with the library's current `DUE`, `LEASED`, `STALLED` and")
