@@ -22,6 +22,15 @@ final class LibrarySql {
     final String enqueue;
     /** The look behind the claim cursors: the first due item of every band ($1 queue, $2 attempt limit). */
     final String lookBehindCursors;
+    /** {@code stats()}: $1 queue, $2 attempt limit. */
+    final String stats;
+    /** {@code readyLongerThan(threshold)}: $1 queue, $2 attempt limit, $3 threshold in microseconds. */
+    final String readyLongerThan;
+    /** The library's own predicates ($2 the attempt limit), for baselines rebuilt from them. */
+    final String due;
+    final String leased;
+    final String stalled;
+    final String completed;
 
     /** How the library paces looks: at least this long apart ... */
     final Duration lookMinInterval;
@@ -35,6 +44,12 @@ final class LibrarySql {
         this.completeAndClaim = field(sql, "completeAndClaim");
         this.enqueue = field(sql, "enqueue");
         this.lookBehindCursors = field(sql, "lookBehindCursors");
+        this.stats = field(sql, "stats");
+        this.readyLongerThan = field(sql, "readyLongerThan");
+        this.due = (String) constant(sql.getClass(), "DUE");
+        this.leased = (String) constant(sql.getClass(), "LEASED");
+        this.stalled = (String) constant(sql.getClass(), "STALLED");
+        this.completed = (String) constant(sql.getClass(), "COMPLETED");
         this.lookMinInterval = Duration.ofNanos((Long) constant(look, "MIN_INTERVAL_NANOS"));
         this.lookCostFactor = (Integer) constant(look, "COST_FACTOR");
     }
