@@ -118,7 +118,11 @@ class StuckDatabaseFaultIT {
         assertEquals(List.of("after", "before"), claimed,
                 "the timed-out enqueue did not land behind its caller's back, and the cancelled claim leased nothing");
         assertEquals(2L, queue.complete("after", "before").block(Duration.ofSeconds(10)));
-        assertEquals(0, pool.getMetrics().orElseThrow().acquiredSize());
+        // The claim may have started a look behind its cursors, in the background on a pooled
+        // connection of its own: it gives it back within a statement (seen once under load).
+        Poll.until(Duration.ofSeconds(5), "every connection back after the wakeup",
+                () -> pool.getMetrics().orElseThrow().acquiredSize() == 0,
+                () -> "acquired " + pool.getMetrics().orElseThrow().acquiredSize());
         log.info("[stuck database] locked for {} ms; the cancelled claim's connection was back and idle within {} ms;"
                         + " after the lock went, enqueue+claim worked within {} ms; keys enqueued=2 completed=2"
                         + " duplicated=0 lost=0 (the timed-out 'during' was refused, not lost)",
