@@ -57,9 +57,9 @@ final class LibrarySql {
     static LibrarySql forPrefix(String prefix) {
         try {
             Class<?> type = Class.forName("io.workqueue.postgres.Sql");
-            Constructor<?> constructor = type.getDeclaredConstructor(String.class, boolean.class, boolean.class);
+            Constructor<?> constructor = type.getDeclaredConstructor(String.class, boolean.class);
             constructor.setAccessible(true);
-            return new LibrarySql(constructor.newInstance(prefix, false, false),
+            return new LibrarySql(constructor.newInstance(prefix, false),
                     Class.forName("io.workqueue.postgres.CursorLook"));
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot read the library's statements (io.workqueue.postgres.Sql,"
