@@ -4,12 +4,10 @@ import static io.workqueue.postgres.Rows.intValue;
 import static io.workqueue.postgres.Rows.longValue;
 import static io.workqueue.postgres.Rows.ofMicros;
 
-import io.r2dbc.postgresql.api.PostgresqlConnection;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.Result;
 import io.r2dbc.spi.Statement;
-import io.r2dbc.spi.Wrapped;
 import io.workqueue.Entry;
 import io.workqueue.Horizon;
 import io.workqueue.Housekeeping;
@@ -76,8 +74,6 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private static final Duration HORIZON_WARNING_INTERVAL = Duration.ofMinutes(1);
     /** How many merged leasing statements one instance runs at once. */
     private static final int LEASING_STATEMENTS_IN_FLIGHT = 2;
-    /** Bound on sending a cancel request, so that abandoning a connection cannot itself hang. */
-    private static final Duration CANCEL_TIMEOUT = Duration.ofSeconds(5);
 
     private final ConnectionFactory connectionFactory;
     private final WorkQueueConfig config;
@@ -521,7 +517,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
                 // The transaction failed (a lock timeout aborts it): end it before the connection goes back.
                 (connection, error) -> Mono.from(connection.rollbackTransaction()).onErrorResume(e -> Mono.empty())
                         .then(Mono.from(connection.close())),
-                Connection::close);
+                // Cancelled (the queue closing) inside its transaction: never back to a pool in it.
+                this::abandon);
     }
 
     /**
@@ -740,13 +737,9 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<Stats> stats() {
-        return Mono.defer(() -> inConnection(connection -> Flux.from(connection.createStatement(sql.stats)
-                        .bind(0, config.name())
-                        .bind(1, config.maxAttempts())
-                        .execute())
-                .concatMap(result -> result.map((row, meta) -> Rows.stats(row)))
-                .single()
-                .doOnNext(metrics::observed)));
+        return Mono.defer(() -> inConnection(connection -> StatsRead.on(connection, sql.stats, config.name(),
+                        config.maxAttempts()))
+                .doOnNext(metrics::observed));
     }
 
     @Override
@@ -878,7 +871,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      */
     private <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
         return Mono.usingWhen(connectionFactory.create(), work, Connection::close,
-                        (connection, error) -> SqlStates.isMisdirected(error) ? discard(connection) : connection.close(),
+                        (connection, error) -> SqlStates.isMisdirected(error) ? Connections.discard(connection) : connection.close(),
                         this::abandon)
                 .onErrorMap(this::outdatedSchema);
     }
@@ -900,49 +893,9 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return error;
     }
 
-    /**
-     * Gives back a connection whose operation was cancelled mid-statement. Cancelling a subscription
-     * stops only the client: the statement would go on running on the server (waiting on a lock,
-     * say), still holding its connection, and a timed-out enqueue would still commit after its
-     * callers were told it failed. So the statement is cancelled on the server, and the connection
-     * is closed rather than reused, because a cancel request lands asynchronously and must not hit
-     * whatever statement the next borrower runs; a pool sees the connection closed when it
-     * validates it and replaces it.
-     */
+    /** See {@link Connections#abandon}. */
     private Mono<Void> abandon(Connection connection) {
-        if (!(physical(connection) instanceof PostgresqlConnection postgres)) {
-            return Mono.from(connection.close());
-        }
-        Mono<Void> cancel = postgres.cancelRequest()
-                .timeout(CANCEL_TIMEOUT, timer)
-                .onErrorResume(e -> {
-                    log.debug("cancel request for an abandoned statement on queue {} failed", config.name(), e);
-                    return Mono.empty();
-                });
-        return cancel.then(discard(connection));
-    }
-
-    /**
-     * Closes the physical connection under {@code connection}, then gives {@code connection} back:
-     * a pool finds it closed when it validates it, and replaces it, so it is never handed out
-     * again. For a connection to a server that refuses writes (a standby reached through an address
-     * that still names it after a failover): the pool would think it healthy, and the next one may
-     * reach the primary.
-     */
-    private Mono<Void> discard(Connection connection) {
-        Connection physical = physical(connection);
-        Mono<Void> closePhysical = Mono.from(physical.close()).onErrorResume(e -> Mono.empty());
-        return physical == connection ? closePhysical : closePhysical.then(Mono.from(connection.close()));
-    }
-
-    /** The driver's connection under whatever wraps it (a pool's), or the innermost one found. */
-    private static Connection physical(Connection connection) {
-        Connection physical = connection;
-        while (!(physical instanceof PostgresqlConnection) && physical instanceof Wrapped<?> wrapped
-                && wrapped.unwrap() instanceof Connection inner && inner != physical) {
-            physical = inner;
-        }
-        return physical;
+        return Connections.abandon(connection, timer, config.name());
     }
 
     /** Runs a write again, on a fresh connection, only when PostgreSQL asks for it (40001, 40P01). */

@@ -41,6 +41,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import reactor.util.retry.Retry;
 
 /**
@@ -160,12 +161,7 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
             if (settings != null && settings.queue() != null) {
                 return settings.queue().stats();
             }
-            return inConnection(connection -> Flux.from(connection.createStatement(sql.stats)
-                            .bind(0, queue)
-                            .bind(1, maxAttempts(queue))
-                            .execute())
-                    .concatMap(result -> result.map((row, meta) -> Rows.stats(row)))
-                    .single());
+            return inConnection(connection -> StatsRead.on(connection, sql.stats, queue, maxAttempts(queue)));
         });
     }
 
@@ -382,8 +378,10 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
     }
 
     private <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
+        // Cancelled mid-statement: cancelled on the server too, and the connection not reused.
         return Mono.usingWhen(connectionFactory.create(), work, Connection::close,
-                (connection, error) -> connection.close(), Connection::close);
+                (connection, error) -> connection.close(),
+                connection -> Connections.abandon(connection, Schedulers.parallel(), "(admin)"));
     }
 
     /** Runs an action again, on a fresh connection, only when PostgreSQL asks for it (40001, 40P01). */

@@ -195,6 +195,41 @@ class StatsIT {
         assertTrue(queue.readyLongerThan(Duration.ZERO).block(WAIT), "the queue still answers");
     }
 
+    @Test
+    void theStatsReadLeavesNeitherItsSettingNorATransactionOnAPooledConnection() {
+        // One connection, so whatever the stats read leaves on it, the next borrower gets.
+        io.r2dbc.pool.ConnectionPool single = TestDatabase.newPool(1);
+        try {
+            ReactiveWorkQueue<String> queue = Queues.over(single, prefix, TestDatabase.uniqueName("settings"), c -> c);
+            io.workqueue.WorkQueueAdmin admin = io.workqueue.WorkQueueAdmin.builder(single).tablePrefix(prefix).build();
+            queue.enqueueKeys("a").block(WAIT);
+            String before = sessionState(single);
+            assertEquals(1, queue.stats().block(WAIT).pending());
+            assertEquals(before, sessionState(single), "after the queue's stats read");
+            assertEquals(1, admin.stats(queue.name()).block(WAIT).pending());
+            assertEquals(before, sessionState(single), "after the admin's");
+            // Cancelled as soon as it starts, again and again: the next borrower is never left inside
+            // the read's transaction.
+            for (int i = 0; i < 20; i++) {
+                admin.stats(queue.name()).timeout(Duration.ofNanos(1 + i * 50_000L)).onErrorResume(e -> Mono.empty())
+                        .block(WAIT);
+                assertEquals(before, sessionState(single), "after cancelled read " + i);
+            }
+        } finally {
+            single.disposeLater().block(WAIT);
+        }
+    }
+
+    /** The connection's jit setting, and whether a transaction is open on it (now() is its start). */
+    private static String sessionState(io.r2dbc.pool.ConnectionPool pool) {
+        return Mono.usingWhen(pool.create(),
+                        c -> Mono.from(c.createStatement("SELECT current_setting('jit') || ' '"
+                                        + " || (now() = statement_timestamp())::text").execute())
+                                .flatMap(r -> Mono.from(r.map((row, meta) -> row.get(0, String.class)))),
+                        io.r2dbc.spi.Connection::close)
+                .block(WAIT);
+    }
+
     private static void assertLate(ReactiveWorkQueue<String> queue, boolean expected, Duration... thresholds) {
         for (Duration threshold : thresholds) {
             assertEquals(expected, queue.readyLongerThan(threshold).block(WAIT), "readyLongerThan(" + threshold + ")");
