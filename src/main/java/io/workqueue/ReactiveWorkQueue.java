@@ -632,10 +632,7 @@ public interface ReactiveWorkQueue<K> {
     default Mono<Housekeeping> housekeep(Duration lease) {
         return Mono.defer(() -> {
             Objects.requireNonNull(lease, "lease");
-            String problem = Durations.leaseProblem(lease);
-            if (problem != null) {
-                return Mono.error(new IllegalArgumentException(problem));
-            }
+            Durations.requireLease(lease);
             return reapAll().flatMap(reaped -> stats().flatMap(stats -> horizon().map(horizon ->
                     Housekeeping.of(true, name(), reaped, stats, horizon, Duration.ZERO, lease))));
         });
@@ -701,10 +698,7 @@ public interface ReactiveWorkQueue<K> {
      */
     default Mono<Boolean> readyLongerThan(Duration threshold) {
         return Mono.defer(() -> {
-            Objects.requireNonNull(threshold, "threshold");
-            if (threshold.isNegative()) {
-                return Mono.error(new IllegalArgumentException("threshold must not be negative: " + threshold));
-            }
+            Durations.requireNotNegative("threshold", threshold);
             return stats().map(stats -> stats.oldestReadyAge().compareTo(threshold) > 0);
         });
     }

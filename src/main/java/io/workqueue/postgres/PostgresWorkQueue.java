@@ -355,7 +355,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @Override
     public Mono<List<Item<K>>> claim(int limit, Duration lease) {
         return Mono.defer(() -> {
-            requireLease(lease);
+            Durations.requireLease(lease);
             return leases.submit(new LeaseRequest(NO_KEYS, batchSize(limit), Durations.micros(lease)))
                     .map(Leased::items);
         });
@@ -364,7 +364,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @Override
     public Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease) {
         return Mono.defer(() -> {
-            requireLease(lease);
+            Durations.requireLease(lease);
             return leases.submit(new LeaseRequest(encodeDistinct(completed), batchSize(limit), Durations.micros(lease)))
                     .map(Leased::items);
         });
@@ -601,7 +601,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @Override
     public Flux<Item<K>> claimStream(Duration lease, Duration poll) {
         return Flux.defer(() -> {
-            requireLease(lease);
+            Durations.requireLease(lease);
             requirePositive("poll", poll);
             return new DemandPacedClaims<>(config.name(), config.maxClaimBatch(),
                     want -> claim(want, lease), () -> awaitWork(poll),
@@ -746,11 +746,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<Housekeeping> housekeep(Duration lease) {
         return Mono.defer(() -> {
             Objects.requireNonNull(lease, "lease");
-            String problem = Durations.leaseProblem(lease);
-            if (problem != null) {
-                return Mono.error(new IllegalArgumentException(problem));
-            }
-            Duration held = Durations.capped(lease);
+            Duration held = Durations.capped(Durations.requireLease(lease));
             return inConnection(connection -> Flux.from(connection.createStatement(sql.keepHouse)
                             .bind(0, config.name())
                             .bind(1, keeperName)
@@ -803,14 +799,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @Override
     public Mono<Boolean> readyLongerThan(Duration threshold) {
         return Mono.defer(() -> {
-            Objects.requireNonNull(threshold, "threshold");
-            if (threshold.isNegative()) {
-                return Mono.error(new IllegalArgumentException("threshold must not be negative: " + threshold));
-            }
+            Durations.requireNotNegative("threshold", threshold);
             return inConnection(connection -> Flux.from(connection.createStatement(sql.readyLongerThan)
                             .bind(0, config.name())
                             .bind(1, config.maxAttempts())
-                            .bind(2, Durations.micros(Durations.capped(threshold)))
+                            .bind(2, Durations.micros(threshold))
                             .execute())
                     .concatMap(result -> result.map((row, meta) -> Boolean.TRUE.equals(row.get("late", Boolean.class))))
                     .single());
@@ -946,14 +939,6 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @SuppressWarnings("NullAway")
     private static <T> List<T> listView(T[] array) {
         return array == null ? null : Arrays.asList(array);
-    }
-
-    /** A lease must be at least the microsecond the database keeps: a shorter one would be no lease at all. */
-    private static void requireLease(@Nullable Duration lease) {
-        String problem = Durations.leaseProblem(lease);
-        if (problem != null) {
-            throw new IllegalArgumentException(problem);
-        }
     }
 
     private static void requirePositive(String name, @Nullable Duration value) {

@@ -16,13 +16,18 @@ final class Rows {
     static Stats stats(Readable row) {
         // The statement counts one past the limit, so "more than the limit" is told from "exactly".
         long completed = longValue(row.get("completed", Long.class));
+        return stats(row, Math.min(completed, Stats.COMPLETED_COUNT_LIMIT), completed > Stats.COMPLETED_COUNT_LIMIT);
+    }
+
+    /** The stats' columns of a row, under the names both the stats read and the keeper's reading use. */
+    private static Stats stats(Readable row, long completed, boolean completedCapped) {
         return Stats.of(
                 longValue(row.get("pending", Long.class)),
                 longValue(row.get("ready", Long.class)),
                 longValue(row.get("leased", Long.class)),
                 longValue(row.get("stalled", Long.class)),
-                Math.min(completed, Stats.COMPLETED_COUNT_LIMIT),
-                completed > Stats.COMPLETED_COUNT_LIMIT,
+                completed,
+                completedCapped,
                 ofMicros(longValue(row.get("oldest_ready_us", Long.class))));
     }
 
@@ -32,14 +37,9 @@ final class Rows {
 
     static KeeperRow keeperRow(Readable row) {
         Long readAgo = row.get("read_ago_us", Long.class);
-        Stats stats = readAgo == null ? null : Stats.of(
-                longValue(row.get("pending", Long.class)),
-                longValue(row.get("ready", Long.class)),
-                longValue(row.get("leased", Long.class)),
-                longValue(row.get("stalled", Long.class)),
-                longValue(row.get("completed", Long.class)),
-                Boolean.TRUE.equals(row.get("completed_capped", Boolean.class)),
-                ofMicros(longValue(row.get("oldest_ready_us", Long.class))));
+        // Published as the keeper read it: the count already stopped at the limit, and whether it did.
+        Stats stats = readAgo == null ? null : stats(row, longValue(row.get("completed", Long.class)),
+                Boolean.TRUE.equals(row.get("completed_capped", Boolean.class)));
         Horizon horizon = readAgo == null ? null : Horizon.of(
                 ofMicros(longValue(row.get("horizon_us", Long.class))),
                 intValue(row.get("horizon_pid", Integer.class)),

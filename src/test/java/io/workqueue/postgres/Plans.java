@@ -24,22 +24,7 @@ final class Plans {
 
     /** The plan of {@code statement} with these binds (a {@link Null} binds a typed NULL). */
     static List<String> explain(String statement, Object... binds) {
-        return Mono.usingWhen(TestDatabase.pool().create(),
-                        (Connection c) -> {
-                            Statement explain = c.createStatement("EXPLAIN " + statement);
-                            for (int i = 0; i < binds.length; i++) {
-                                if (binds[i] instanceof Null n) {
-                                    explain.bindNull(i, n.type());
-                                } else {
-                                    explain.bind(i, binds[i]);
-                                }
-                            }
-                            return Flux.from(explain.execute())
-                                    .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
-                                    .collectList();
-                        },
-                        Connection::close)
-                .block(Duration.ofSeconds(30));
+        return explained("EXPLAIN ", statement, Duration.ofSeconds(30), binds);
     }
 
     /**
@@ -48,18 +33,7 @@ final class Plans {
      * not depend on the machine or on what else runs. Runs the statement, so only for reads.
      */
     static long buffersTouched(String statement, Object... binds) {
-        List<String> plan = Mono.usingWhen(TestDatabase.pool().create(),
-                        (Connection c) -> {
-                            Statement explain = c.createStatement("EXPLAIN (ANALYZE, BUFFERS) " + statement);
-                            for (int i = 0; i < binds.length; i++) {
-                                explain.bind(i, binds[i]);
-                            }
-                            return Flux.from(explain.execute())
-                                    .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
-                                    .collectList();
-                        },
-                        Connection::close)
-                .block(Duration.ofSeconds(60));
+        List<String> plan = explained("EXPLAIN (ANALYZE, BUFFERS) ", statement, Duration.ofSeconds(60), binds);
         // The top node's line counts everything beneath it, subplans included; it comes first.
         String top = plan.stream().filter(line -> line.trim().startsWith("Buffers: shared")).findFirst()
                 .orElseThrow(() -> new AssertionError("no buffer counts in " + String.join("\n", plan)));
@@ -71,6 +45,26 @@ final class Plans {
             }
         }
         return touched;
+    }
+
+    /** The lines {@code explain} (an EXPLAIN with its options) prints for {@code statement} with these binds. */
+    private static List<String> explained(String explain, String statement, Duration within, Object... binds) {
+        return Mono.usingWhen(TestDatabase.pool().create(),
+                        (Connection c) -> {
+                            Statement explaining = c.createStatement(explain + statement);
+                            for (int i = 0; i < binds.length; i++) {
+                                if (binds[i] instanceof Null n) {
+                                    explaining.bindNull(i, n.type());
+                                } else {
+                                    explaining.bind(i, binds[i]);
+                                }
+                            }
+                            return Flux.from(explaining.execute())
+                                    .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                                    .collectList();
+                        },
+                        Connection::close)
+                .block(within);
     }
 
     /**

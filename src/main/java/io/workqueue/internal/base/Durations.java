@@ -36,6 +36,36 @@ public final class Durations {
         return null;
     }
 
+    /**
+     * {@code lease}, if it is one: the check of {@link #leaseProblem} as an exception, for argument
+     * checks at subscription.
+     *
+     * @throws IllegalArgumentException naming the problem, {@code null} included
+     */
+    public static Duration requireLease(@Nullable Duration lease) {
+        String problem = leaseProblem(lease);
+        if (lease == null || problem != null) { // leaseProblem names null a problem too
+            throw new IllegalArgumentException(problem);
+        }
+        return lease;
+    }
+
+    /**
+     * {@code value}, if it is zero or more.
+     *
+     * @throws NullPointerException     if it is {@code null}
+     * @throws IllegalArgumentException if it is negative
+     */
+    public static Duration requireNotNegative(String name, @Nullable Duration value) {
+        if (value == null) {
+            throw new NullPointerException(name);
+        }
+        if (value.isNegative()) {
+            throw new IllegalArgumentException(name + " must not be negative: " + value);
+        }
+        return value;
+    }
+
     /** {@code duration}, or {@link #MAX} if it is longer. */
     public static Duration capped(Duration duration) {
         return duration.compareTo(MAX) > 0 ? MAX : duration;
