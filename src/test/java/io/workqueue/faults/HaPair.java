@@ -41,6 +41,11 @@ final class HaPair implements AutoCloseable {
     /** Makes the pair and waits until the standby streams (and, if {@code synchronous}, is the sync standby). */
     static HaPair create(boolean synchronous) {
         String why = null;
+        if (!"true".equalsIgnoreCase(System.getenv(REQUIRED_VARIABLE))) {
+            // It makes and drops PostgreSQL clusters on this machine: only when asked.
+            Skips.abort("the HA scenario makes its own primary and standby clusters on this machine (ports "
+                    + PRIMARY_PORT + " and " + STANDBY_PORT + "); set " + REQUIRED_VARIABLE + "=true to run it (CI does)");
+        }
         if (!"root".equals(System.getProperty("user.name"))) {
             why = "the HA scenario needs root to make clusters (running as " + System.getProperty("user.name") + ")";
         } else if (!Files.isDirectory(Path.of("/etc/postgresql"))) {
