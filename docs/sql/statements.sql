@@ -904,26 +904,33 @@ LEFT JOIN LATERAL (
     LIMIT 1
 ) AS oldest ON true;
 
--- notify
+-- notifierTick
 --   $1 channel text: to notify
---   $2 xids text[]: transactions the queue awaits, to learn which ended before this one
--- A notifying commit of its own, in autocommit: it holds the notify lock only for
--- its own commit, which writes no rows. A notification needs an xid, so that commit
--- writes a commit record; synchronous_commit off for this transaction alone means
--- the lock is not held through a WAL flush. A crash can lose the notification, which
--- a crash would lose anyway; the poll is the backstop.
--- The statuses are read before this transaction commits: a transaction found
--- committed here is visible to whoever this notification wakes.
-SELECT awaited.xid, pg_xact_status(awaited.xid::xid8) AS status
-FROM (SELECT set_config('synchronous_commit', 'off', true), pg_notify($1::text, '')) AS sent
-LEFT JOIN unnest($2::text[]) AS awaited(xid) ON true;
-
--- transactionStatus
---   $1 xids text[]: transactions the queue awaits
--- Read only, no xid of its own. Which transactions that enqueued on a caller's
--- connection have ended, and how, so the queue notifies for those that committed.
-SELECT awaited.xid, pg_xact_status(awaited.xid::xid8) AS status
-FROM unnest($1::text[]) AS awaited(xid);
+--   $2 xids text[]: transactions the queue awaits
+--   $3 notify boolean: whether a write of the queue's own committed since its last notification
+-- How each transaction that enqueued on a caller's connection has ended, read first; then
+-- a notification if one of the queue's own writes committed ($3) or any of those
+-- transactions did: what it found committed is visible to whoever the notification
+-- wakes, which goes out at this statement's commit. A tick that finds nothing queues
+-- no notification, so its commit takes no notify lock and writes no commit record.
+-- One that notifies holds that lock only for its own commit, which writes no rows;
+-- synchronous_commit off for this transaction alone keeps the lock out of a WAL flush.
+-- A crash can lose the notification, which a crash would lose anyway; the poll is the
+-- backstop.
+WITH awaited AS MATERIALIZED (
+    SELECT a.xid, pg_xact_status(a.xid::xid8) AS status
+    FROM unnest($2::text[]) AS a(xid)
+),
+sent AS MATERIALIZED (
+    SELECT set_config('synchronous_commit', 'off', true), pg_notify($1::text, '')
+    -- A transaction the server has forgotten (null) counts as committed: a wakeup too
+    -- many costs a claim.
+    WHERE $3::boolean OR EXISTS (SELECT 1 FROM awaited
+        WHERE awaited.status IS DISTINCT FROM 'in progress' AND awaited.status IS DISTINCT FROM 'aborted')
+)
+SELECT awaited.xid, awaited.status, EXISTS (SELECT 1 FROM sent) AS notified
+FROM (SELECT 1) AS tick
+LEFT JOIN awaited ON true;
 
 -- admin: queueNames
 --   (no parameters)

@@ -223,14 +223,16 @@ public interface ReactiveWorkQueue<K> {
      * a transaction that notifies takes, at commit, a lock every other notifying commit of the
      * database waits for, held through its WAL flush, and that would serialise the callers'
      * business transactions. Instead the upsert returns the transaction's id, and this instance
-     * asks the database from a connection of its own whether that transaction has ended, soon
-     * after the statement and then at a pace that slows with the transaction's age (about an
-     * eighth of it, at least every half second); once it has committed, the wakeup goes out as for
-     * {@link #enqueue(Collection)} (debounced, at most one notifying commit per
-     * {@link WorkQueueConfig#minWakeInterval()}); if it rolled back, nothing is sent. A
-     * transaction that commits within milliseconds wakes listeners within a few more. The cost is
-     * one small read-only statement per check on this instance's connection factory, shared by all
-     * the transactions awaited at the time, and none while a wakeup is already due. Transactions
+     * asks the database from a connection of its own whether that transaction has ended: 5 ms
+     * after the statement, together with every transaction handed over meanwhile, and then at a
+     * pace that slows with the transaction's age (about an eighth of it, at least every half
+     * second); once it has committed, the wakeup goes out as for {@link #enqueue(Collection)}
+     * (debounced, at most one notifying commit per {@link WorkQueueConfig#minWakeInterval()}); if
+     * it rolled back, nothing is sent. A transaction that commits within milliseconds wakes
+     * listeners within a few more. The cost is one small statement per check on this instance's
+     * connection factory (the same statement sends the notification when it finds a commit),
+     * shared by all the transactions awaited at the time: at most one per 5 ms however many
+     * callers enqueue. Transactions
      * handed over after {@link #close()} are not awaited. Callers who want the notification in
      * their own commit ask for it with {@link #enqueueNotifyingInTransaction}.
      *

@@ -8,7 +8,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,27 +17,32 @@ import reactor.core.scheduler.Scheduler;
 
 /**
  * Announces one queue instance's committed writes on its notify channel, debounced: at most one
- * notifying commit per {@code minWakeInterval}, and no committed write waits longer than that
- * interval (plus a round trip) for the notification that announces it.
+ * notifying commit per {@code minWakeInterval}, and no committed write waits much longer than that
+ * interval for the notification that announces it.
  *
  * <p>Two kinds of write are announced. A group-committed write is {@linkplain #committed()
  * reported} once it has committed. A transactional enqueue runs in the caller's transaction, whose
  * end this instance does not see: it is {@linkplain #awaitCommit(String) handed over} as the
  * transaction's id, and the notifier asks the database, from a connection of its own, whether that
  * transaction has ended ({@code pg_xact_status}), announcing it once it has committed and never if
- * it aborted. The asking is paced by the age of the youngest transaction awaited (an eighth of it,
- * between {@link #MIN_POLL_GAP} and {@link #MAX_POLL_GAP}): a transaction that commits soon after
- * its enqueue is found within a millisecond or two, one that stays open for long costs a statement
- * only now and then, and the wakeup arrives within about an eighth of the transaction's own
- * duration. While a notification is already due no one is asked: the notification covers whatever
- * commits before it. The notification itself reads the statuses of the transactions still awaited
- * before it commits, so those it finds committed are covered by it and not announced again.
+ * it aborted.
+ *
+ * <p>Everything happens in <em>ticks</em>: one statement that reads how the awaited transactions
+ * ended and, in the same transaction, notifies if a write of this instance committed or any of
+ * those transactions did. So a tick that finds nothing to announce queues no notification, and a
+ * tick costs one round trip whatever it finds. Ticks are paced so that a steady stream of
+ * transactional enqueues costs a bounded number of statements: a transaction is first asked about
+ * {@link #MIN_POLL_GAP} after it was handed over (most commit within that), and however many arrive
+ * meanwhile, they are asked about together, at that time; one still open after that is asked about
+ * again after an eighth of its age (between {@link #MIN_POLL_GAP} and {@link #MAX_POLL_GAP}), so
+ * one left open for long costs a statement only now and then. No tick runs before the interval
+ * since the last notification has passed: any tick may notify.
  *
  * <p>Notifications go out from the instance's own connection, in autocommit, never in anybody's
  * business transaction: a notifying commit takes a lock every other notifying commit of the
  * database waits for, and this keeps that lock out of the caller's commit and to at most one of
  * this instance's commits per interval. Nothing in the queue's guarantees rests on them: a failed
- * notification or status read is logged and forgotten, the poll is the backstop.
+ * tick is logged and forgotten, with the transactions it asked about; the poll is the backstop.
  *
  * <p>At most {@link #MAX_AWAITED} transactions are awaited at once; beyond that the oldest is
  * forgotten (its wakeup is left to the poll). One statement at a time, on the timer given and the
@@ -47,9 +51,13 @@ import reactor.core.scheduler.Scheduler;
 public final class Notifier {
     private static final Logger log = LoggerFactory.getLogger(Notifier.class);
 
-    /** The shortest gap between two status reads. */
-    static final Duration MIN_POLL_GAP = Duration.ofMillis(1);
-    /** The longest gap between two status reads while a transaction is awaited. */
+    /**
+     * How long after its hand-over a transaction is first asked about, and the shortest gap between
+     * two ticks that only ask: the price of a transactional enqueue's wakeup is at most one
+     * statement per this gap, however many transactions enqueue.
+     */
+    static final Duration MIN_POLL_GAP = Duration.ofMillis(5);
+    /** The longest gap between two ticks while a transaction is awaited. */
     static final Duration MAX_POLL_GAP = Duration.ofMillis(500);
     /** The most transactions awaited at once. */
     static final int MAX_AWAITED = 10_000;
@@ -58,20 +66,34 @@ public final class Notifier {
     public static final String IN_PROGRESS = "in progress";
     /** {@code pg_xact_status} of a transaction that committed. */
     public static final String COMMITTED = "committed";
+    /** {@code pg_xact_status} of a transaction that rolled back. */
+    public static final String ABORTED = "aborted";
     /** The status of a transaction the server no longer knows about ({@code pg_xact_status} null). */
     public static final String UNKNOWN = "unknown";
 
     /** What the notifier runs against the database. */
+    @FunctionalInterface
     public interface Channel {
         /**
-         * Sends one notification in a transaction of its own, reading first the status of each of
-         * {@code awaited}; emits each transaction's status ({@code pg_xact_status}'s words, or
-         * {@link #UNKNOWN} where the server no longer knows), leaving out none.
+         * One tick, in a transaction of its own: reads the status of each of {@code awaited}, then
+         * notifies if {@code notify}, or if any of them committed (or is {@link #UNKNOWN}), and
+         * nothing otherwise. Emits whether it notified and each transaction's status
+         * ({@code pg_xact_status}'s words, or {@link #UNKNOWN}), leaving out none.
          */
-        Mono<Map<String, String>> notify(Collection<String> awaited);
+        Mono<Tick> tick(boolean notify, Collection<String> awaited);
+    }
 
-        /** Reads the status of each of {@code awaited}, as {@link #notify} does, without notifying. */
-        Mono<Map<String, String>> statuses(Collection<String> awaited);
+    /**
+     * What one tick found and did.
+     *
+     * @param notified whether it sent a notification
+     * @param statuses the status of each transaction asked about, by id
+     */
+    public record Tick(boolean notified, Map<String, String> statuses) {
+        /** Copies the map. */
+        public Tick {
+            statuses = Map.copyOf(statuses);
+        }
     }
 
     /** Told about every notifying commit this notifier made; must not throw. */
@@ -91,21 +113,24 @@ public final class Notifier {
     private final Listener listener;
 
     // Everything below is guarded by this.
-    /** Transaction ids awaited, by when they were handed over; oldest first. */
-    private final LinkedHashMap<String, Long> awaited = new LinkedHashMap<>();
-    /** When the youngest awaited transaction was handed over. */
-    private long youngest;
-    /** When the last status read started; only meaningful after one. */
-    private long lastPoll;
-    private boolean polled;
-    /** A commit has been seen that no notification covers yet. */
+    /** Transactions asked about at least once and still open, by when they were handed over; oldest first. */
+    private final LinkedHashMap<String, Long> read = new LinkedHashMap<>();
+    /** Transactions handed over since the last tick began, by when; oldest first. */
+    private final LinkedHashMap<String, Long> unread = new LinkedHashMap<>();
+    /** When the youngest transaction of {@link #read} was handed over (or one younger that has since ended). */
+    private long youngestRead;
+    /** When the last tick began; only meaningful after one. */
+    private long lastTick;
+    /** A write of this instance has committed that no notification covers yet. */
     private boolean due;
-    /** When the last notification was sent; only meaningful once {@link #sent}. */
+    /** When the last notifying tick began; only meaningful once {@link #sent}. */
     private long lastSent;
     private boolean sent;
-    /** A statement is in flight. */
+    /** A tick is in flight. */
     private boolean busy;
     private @Nullable Disposable wakeUp;
+    /** When {@link #wakeUp} fires; only meaningful while it is set. */
+    private long wakeUpTime;
     private boolean closed;
     private @Nullable Runnable onIdle;
 
@@ -145,11 +170,12 @@ public final class Notifier {
                 return;
             }
             long now = now();
-            awaited.remove(xid); // a second enqueue in the same transaction: it counts as the youngest
-            awaited.put(xid, now);
-            youngest = now;
-            if (awaited.size() > MAX_AWAITED) {
-                Iterator<String> eldest = awaited.keySet().iterator();
+            // A second enqueue in the same transaction: asked about with the first.
+            if (!read.containsKey(xid)) {
+                unread.putIfAbsent(xid, now);
+            }
+            if (read.size() + unread.size() > MAX_AWAITED) {
+                Iterator<String> eldest = (read.isEmpty() ? unread : read).keySet().iterator();
                 eldest.next();
                 eldest.remove();
             }
@@ -166,7 +192,8 @@ public final class Notifier {
             boolean idle;
             synchronized (this) {
                 closed = true;
-                awaited.clear();
+                read.clear();
+                unread.clear();
                 cancelWakeUp();
                 idle = !busy && !due;
                 if (!idle) {
@@ -192,105 +219,67 @@ public final class Notifier {
      * @return at most {@link #MAX_AWAITED}
      */
     public synchronized int awaitedCount() {
-        return awaited.size();
+        return read.size() + unread.size();
     }
 
-    /** Decides what to do next: a statement now, a wait, or nothing. Hold the lock. */
+    /** Decides what to do next: a tick now, a wait, or nothing. Hold the lock. */
     private void drive() {
         if (busy) {
-            return; // the statement in flight drives again when it ends
+            return; // the tick in flight drives again when it ends
         }
         long now = now();
-        if (due) {
-            long at = closed || !sent ? now : lastSent + intervalNanos;
-            if (at - now <= 0) {
-                send(now);
-            } else {
-                wakeUpAt(at, now);
-            }
-        } else if (!awaited.isEmpty()) {
-            long at = pollAt(now);
-            if (at - now <= 0) {
-                poll(now);
-            } else {
-                wakeUpAt(at, now);
-            }
-        } else {
+        if (!due && read.isEmpty() && unread.isEmpty()) {
             cancelWakeUp();
             idle();
+            return;
+        }
+        long at;
+        if (due && closed) {
+            at = now;
+        } else {
+            at = due ? now : askAt(now);
+            if (sent && at - (lastSent + intervalNanos) < 0) {
+                at = lastSent + intervalNanos; // any tick may notify
+            }
+        }
+        if (at - now <= 0) {
+            tick(now);
+        } else {
+            wakeUpAt(at, now);
         }
     }
 
     /**
-     * When to read the statuses next: an eighth of the youngest awaited transaction's age (within
-     * the bounds) after the later of the last read and that transaction's hand-over.
+     * When to ask about the awaited transactions: {@link #MIN_POLL_GAP} after the first handed over
+     * since the last tick, if any was; and, for those asked about already and still open, an eighth
+     * of the youngest one's age (within the bounds) after the last tick.
      */
-    private long pollAt(long now) {
-        long from = polled && lastPoll - youngest > 0 ? lastPoll : youngest;
-        long gap = Math.min(Math.max((now - youngest) / 8, MIN_POLL_GAP.toNanos()), MAX_POLL_GAP.toNanos());
-        return from + gap;
+    private long askAt(long now) {
+        long minGap = MIN_POLL_GAP.toNanos();
+        long at = unread.isEmpty() ? Long.MAX_VALUE : unread.values().iterator().next() + minGap;
+        if (!read.isEmpty()) {
+            long again = lastTick + Math.min(Math.max((now - youngestRead) / 8, minGap), MAX_POLL_GAP.toNanos());
+            at = at == Long.MAX_VALUE || again - at < 0 ? again : at;
+        }
+        return at;
     }
 
-    private void send(long now) {
+    private void tick(long now) {
         cancelWakeUp();
         busy = true;
+        boolean notify = due;
         due = false;
-        sent = true;
-        lastSent = now;
-        List<String> xids = new ArrayList<>(awaited.keySet());
-        long started = System.nanoTime();
-        subscribe(channel.notify(xids), statuses -> {
-            listener.notified(System.nanoTime() - started);
-            // Read before this notification committed: whatever committed by then is covered.
-            ended(statuses, false);
-        }, error -> log.warn("queue {}: sending the wakeup notification failed; idle workers wake at their poll: {}",
-                name, error.toString()));
-    }
-
-    private void poll(long now) {
-        cancelWakeUp();
-        busy = true;
-        polled = true;
-        lastPoll = now;
-        List<String> xids = new ArrayList<>(awaited.keySet());
-        subscribe(channel.statuses(xids), statuses -> ended(statuses, true), error -> {
-            // Forgotten rather than asked about again and again: a failover, say, leaves ids the new
-            // primary calls "in the future". Their wakeups are left to the poll.
-            log.warn("queue {}: reading whether {} transactions that enqueued have committed failed; their"
-                    + " wakeups are left to the poll: {}", name, xids.size(), error.toString());
-            synchronized (this) {
-                xids.forEach(awaited::remove);
-            }
-        });
-    }
-
-    /**
-     * Forgets each transaction that has ended; one that committed makes a notification due if
-     * {@code announce} (a status read), and is covered already otherwise (read by a notification).
-     */
-    private void ended(Map<String, String> statuses, boolean announce) {
-        synchronized (this) {
-            for (Map.Entry<String, String> status : statuses.entrySet()) {
-                String state = status.getValue();
-                if (IN_PROGRESS.equals(state)) {
-                    continue;
-                }
-                awaited.remove(status.getKey());
-                // Forgotten by the server: committed as far as a wakeup is concerned; a
-                // wakeup too many costs a claim.
-                if (announce && !closed && (UNKNOWN.equals(state) || COMMITTED.equals(state))) {
-                    due = true;
-                }
-            }
+        lastTick = now;
+        for (Map.Entry<String, Long> handedOver : unread.entrySet()) {
+            read.put(handedOver.getKey(), handedOver.getValue());
+            youngestRead = handedOver.getValue();
         }
-    }
-
-    /** Runs one statement; whatever it does, the notifier is driven again when it ends. */
-    private void subscribe(Mono<Map<String, String>> statement,
-            Consumer<Map<String, String>> onResult, Consumer<Throwable> onError) {
-        Mono.defer(() -> statement)
-                .doOnNext(onResult)
-                .doOnError(onError)
+        unread.clear();
+        List<String> xids = new ArrayList<>(read.keySet());
+        long started = System.nanoTime();
+        Mono.defer(() -> channel.tick(notify, xids))
+                .doOnNext(tick -> ticked(tick, now, System.nanoTime() - started))
+                .doOnError(error -> failed(notify, xids, error))
                 .onErrorResume(e -> Mono.empty())
                 .doFinally(signal -> {
                     synchronized (this) {
@@ -301,8 +290,48 @@ public final class Notifier {
                 .subscribe();
     }
 
+    /**
+     * Forgets each transaction that has ended: one that committed is covered by the notification
+     * the tick sent (it notifies whenever it finds one), one that aborted needs none.
+     */
+    private void ticked(Tick tick, long startedAt, long nanos) {
+        if (tick.notified()) {
+            listener.notified(nanos);
+        }
+        synchronized (this) {
+            if (tick.notified()) {
+                sent = true;
+                lastSent = startedAt;
+            }
+            for (Map.Entry<String, String> status : tick.statuses().entrySet()) {
+                if (IN_PROGRESS.equals(status.getValue())) {
+                    continue;
+                }
+                read.remove(status.getKey());
+                if (!tick.notified() && !ABORTED.equals(status.getValue()) && !closed) {
+                    due = true; // a channel that found a commit and did not notify: announce it
+                }
+            }
+        }
+    }
+
+    private void failed(boolean notify, List<String> xids, Throwable error) {
+        // The transactions asked about are forgotten rather than asked about again and again: a
+        // failover, say, leaves ids the new primary calls "in the future". Their wakeups, and this
+        // tick's notification, are left to the poll.
+        log.warn("queue {}: the wakeup tick ({}{} awaited transactions) failed; idle workers wake at their poll: {}",
+                name, notify ? "a notification and " : "", xids.size(), error.toString());
+        synchronized (this) {
+            xids.forEach(read::remove);
+        }
+    }
+
     private void wakeUpAt(long at, long now) {
+        if (wakeUp != null && wakeUpTime == at) {
+            return; // a hand-over in a burst leaves the tick where it was: no timer churn per enqueue
+        }
         cancelWakeUp();
+        wakeUpTime = at;
         wakeUp = timer.schedule(() -> {
             synchronized (this) {
                 wakeUp = null;

@@ -252,34 +252,36 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     }
 
     /**
-     * The notifier's statements, each on a connection of this queue's factory, in autocommit,
-     * bounded by {@code writeTimeout} (an abandoned one is cancelled on the server).
+     * The notifier's ticks, each on a connection of this queue's factory, in autocommit, bounded by
+     * {@code writeTimeout} (an abandoned one is cancelled on the server).
      */
     private final class NotifyChannel implements Notifier.Channel {
         @Override
-        public Mono<Map<String, String>> notify(Collection<String> awaited) {
-            return statuses(connection -> connection.createStatement(Sql.NOTIFY)
-                    .bind(0, config.notifyChannel())
-                    .bind(1, awaited.toArray(String[]::new)));
-        }
-
-        @Override
-        public Mono<Map<String, String>> statuses(Collection<String> awaited) {
-            return statuses(connection -> connection.createStatement(Sql.TRANSACTION_STATUS)
-                    .bind(0, awaited.toArray(String[]::new)));
-        }
-
-        private Mono<Map<String, String>> statuses(Function<Connection, Statement> statement) {
-            return inConnection(connection -> Flux.from(statement.apply(connection).execute())
-                            .concatMap(result -> result.map((row, meta) -> {
-                                String xid = row.get("xid", String.class);
-                                String status = row.get("status", String.class);
-                                // The notification's one row when nothing is awaited has no xid.
-                                return new String[] {xid == null ? "" : xid, status == null ? Notifier.UNKNOWN : status};
-                            }))
-                            .filter(pair -> !pair[0].isEmpty())
-                            .collect(() -> (Map<String, String>) new HashMap<String, String>(),
-                                    (map, pair) -> map.put(pair[0], pair[1])))
+        public Mono<Notifier.Tick> tick(boolean notify, Collection<String> awaited) {
+            return inConnection(connection -> Flux.from(connection.createStatement(Sql.NOTIFIER_TICK)
+                            .bind(0, config.notifyChannel())
+                            .bind(1, awaited.toArray(String[]::new))
+                            .bind(2, notify)
+                            .execute())
+                    .concatMap(result -> result.map((row, meta) -> {
+                        String xid = row.get("xid", String.class);
+                        String status = row.get("status", String.class);
+                        boolean notified = Boolean.TRUE.equals(row.get("notified", Boolean.class));
+                        // The one row when nothing is awaited has no xid.
+                        return new Object[] {xid == null ? "" : xid, status == null ? Notifier.UNKNOWN : status, notified};
+                    }))
+                    .collectList()
+                    .map(rows -> {
+                        Map<String, String> statuses = new HashMap<>();
+                        boolean notified = false;
+                        for (Object[] row : rows) {
+                            notified |= (Boolean) row[2];
+                            if (!((String) row[0]).isEmpty()) {
+                                statuses.put((String) row[0], (String) row[1]);
+                            }
+                        }
+                        return new Notifier.Tick(notified, statuses);
+                    }))
                     .timeout(config.writeTimeout(), timer);
         }
     }

@@ -124,13 +124,13 @@ final class Sql {
     /**
      * The merged upsert of enqueued entries: what the group commit writes, and what a transactional
      * enqueue runs when the queue sends no notifications. It never notifies: the group commit
-     * announces its writes after they commit (see {@link #NOTIFY}).
+     * announces its writes after they commit (see {@link #NOTIFIER_TICK}).
      */
     final String enqueue;
     /**
      * {@link #enqueue} in the caller's transaction on a queue that notifies: the same upsert, which
      * also returns the transaction's id ({@code xid}, as text) so that this instance can notify
-     * once that transaction has committed (see {@link #TRANSACTION_STATUS}). It queues no
+     * once that transaction has committed (see {@link #NOTIFIER_TICK}). It queues no
      * notification in the caller's transaction.
      */
     final String enqueueInTransaction;
@@ -259,39 +259,43 @@ final class Sql {
     /** {@link #HORIZON_WRITTEN} as sent. */
     static final String HORIZON = compact(HORIZON_WRITTEN);
 
-    private static final String P_NOTIFY = "$1 channel text: to notify"
-            + "\n$2 xids text[]: transactions the queue awaits, to learn which ended before this one";
-    private static final String P_TRANSACTIONS = "$1 xids text[]: transactions the queue awaits";
+    private static final String P_NOTIFIER_TICK = "$1 channel text: to notify"
+            + "\n$2 xids text[]: transactions the queue awaits"
+            + "\n$3 notify boolean: whether a write of the queue's own committed since its last notification";
 
     /**
-     * One row per awaited transaction ({@code $2}): its {@code xid} and {@code status} as
-     * {@code pg_xact_status} gives it ("in progress", "committed", "aborted", or null once the
-     * server has forgotten it), or one row of nulls when none is awaited. Names no table.
+     * One tick of the {@link io.workqueue.internal.Notifier}: a row per awaited transaction
+     * ({@code $2}) with its {@code xid} and {@code status} as {@code pg_xact_status} gives it ("in
+     * progress", "committed", "aborted", or null once the server has forgotten it), or one row of
+     * nulls when none is awaited; and in each row, whether it notified. Names no table.
      */
-    private static final String NOTIFY_WRITTEN = """
-            -- A notifying commit of its own, in autocommit: it holds the notify lock only for
-            -- its own commit, which writes no rows. A notification needs an xid, so that commit
-            -- writes a commit record; synchronous_commit off for this transaction alone means
-            -- the lock is not held through a WAL flush. A crash can lose the notification, which
-            -- a crash would lose anyway; the poll is the backstop.
-            -- The statuses are read before this transaction commits: a transaction found
-            -- committed here is visible to whoever this notification wakes.
-            SELECT awaited.xid, pg_xact_status(awaited.xid::xid8) AS status
-            FROM (SELECT set_config('synchronous_commit', 'off', true), pg_notify($1::text, '')) AS sent
-            LEFT JOIN unnest($2::text[]) AS awaited(xid) ON true
+    private static final String NOTIFIER_TICK_WRITTEN = """
+            -- How each transaction that enqueued on a caller's connection has ended, read first; then
+            -- a notification if one of the queue's own writes committed ($3) or any of those
+            -- transactions did: what it found committed is visible to whoever the notification
+            -- wakes, which goes out at this statement's commit. A tick that finds nothing queues
+            -- no notification, so its commit takes no notify lock and writes no commit record.
+            -- One that notifies holds that lock only for its own commit, which writes no rows;
+            -- synchronous_commit off for this transaction alone keeps the lock out of a WAL flush.
+            -- A crash can lose the notification, which a crash would lose anyway; the poll is the
+            -- backstop.
+            WITH awaited AS MATERIALIZED (
+                SELECT a.xid, pg_xact_status(a.xid::xid8) AS status
+                FROM unnest($2::text[]) AS a(xid)
+            ),
+            sent AS MATERIALIZED (
+                SELECT set_config('synchronous_commit', 'off', true), pg_notify($1::text, '')
+                -- A transaction the server has forgotten (null) counts as committed: a wakeup too
+                -- many costs a claim.
+                WHERE $3::boolean OR EXISTS (SELECT 1 FROM awaited
+                    WHERE awaited.status IS DISTINCT FROM 'in progress' AND awaited.status IS DISTINCT FROM 'aborted')
+            )
+            SELECT awaited.xid, awaited.status, EXISTS (SELECT 1 FROM sent) AS notified
+            FROM (SELECT 1) AS tick
+            LEFT JOIN awaited ON true
             """;
-    /** {@link #NOTIFY_WRITTEN} as sent. */
-    static final String NOTIFY = compact(NOTIFY_WRITTEN);
-
-    /** One row per transaction of {@code $1}: {@code xid} and {@code status}, as {@link #NOTIFY}'s. */
-    private static final String TRANSACTION_STATUS_WRITTEN = """
-            -- Read only, no xid of its own. Which transactions that enqueued on a caller's
-            -- connection have ended, and how, so the queue notifies for those that committed.
-            SELECT awaited.xid, pg_xact_status(awaited.xid::xid8) AS status
-            FROM unnest($1::text[]) AS awaited(xid)
-            """;
-    /** {@link #TRANSACTION_STATUS_WRITTEN} as sent. */
-    static final String TRANSACTION_STATUS = compact(TRANSACTION_STATUS_WRITTEN);
+    /** {@link #NOTIFIER_TICK_WRITTEN} as sent. */
+    static final String NOTIFIER_TICK = compact(NOTIFIER_TICK_WRITTEN);
 
     /**
      * @param tablePrefix      the validated prefix of the one table every statement names
@@ -602,8 +606,7 @@ final class Sql {
             all.putAll(rendering.readable);
         }
         statement(all, "horizon", "(no parameters)", HORIZON_WRITTEN);
-        statement(all, "notify", P_NOTIFY, NOTIFY_WRITTEN);
-        statement(all, "transactionStatus", P_TRANSACTIONS, TRANSACTION_STATUS_WRITTEN);
+        statement(all, "notifierTick", P_NOTIFIER_TICK, NOTIFIER_TICK_WRITTEN);
         all.putAll(new Inspection("").readable);
         StringBuilder out = new StringBuilder("""
                 -- Every statement reactive-workqueue runs, rendered for the default table

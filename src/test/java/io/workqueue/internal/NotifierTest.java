@@ -1,6 +1,7 @@
 package io.workqueue.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -43,18 +44,20 @@ class NotifierTest {
         final AtomicBoolean failPolls = new AtomicBoolean();
 
         @Override
-        public Mono<Map<String, String>> notify(Collection<String> awaited) {
-            return Mono.fromSupplier(() -> {
-                notifications.add(vts.now(TimeUnit.MILLISECONDS));
-                return read(awaited);
-            });
-        }
-
-        @Override
-        public Mono<Map<String, String>> statuses(Collection<String> awaited) {
+        public Mono<Notifier.Tick> tick(boolean notify, Collection<String> awaited) {
             return Mono.defer(() -> {
-                polls.add(vts.now(TimeUnit.MILLISECONDS));
-                return failPolls.get() ? Mono.error(new IllegalStateException("connection lost")) : Mono.just(read(awaited));
+                long now = vts.now(TimeUnit.MILLISECONDS);
+                polls.add(now);
+                if (failPolls.get()) {
+                    return Mono.error(new IllegalStateException("connection lost"));
+                }
+                Map<String, String> statuses = read(awaited);
+                boolean notifies = notify || statuses.values().stream()
+                        .anyMatch(s -> !Notifier.IN_PROGRESS.equals(s) && !Notifier.ABORTED.equals(s));
+                if (notifies) {
+                    notifications.add(now);
+                }
+                return Mono.just(new Notifier.Tick(notifies, statuses));
             });
         }
 
@@ -110,14 +113,55 @@ class NotifierTest {
     void anAwaitedTransactionIsAnnouncedSoonAfterItCommitsAndNotBefore() {
         notifier.awaitCommit("42");
         advance(30);
+        assertFalse(db.polls.isEmpty(), "asked about while it runs");
         assertEquals(List.of(), db.notifications, "still in progress: nothing is sent");
         db.status.put("42", Notifier.COMMITTED);
         long committedAt = vts.now(TimeUnit.MILLISECONDS);
         advance(10);
         assertEquals(1, db.notifications.size());
         long late = db.notifications.get(0) - committedAt;
-        assertTrue(late <= 30 / 8 + 1, "found " + late + " ms after a commit 30 ms into the transaction");
+        assertTrue(late <= Notifier.MIN_POLL_GAP.toMillis(), "found " + late + " ms after a commit 30 ms into the transaction");
         assertEquals(0, notifier.awaitedCount(), "forgotten once it has ended");
+    }
+
+    /**
+     * Transactions enqueue back to back (one every quarter millisecond, each committing a
+     * millisecond later), as a busy service's do: each is announced within the interval plus
+     * {@link Notifier#MIN_POLL_GAP} of its commit, and the notifier runs at most one statement per
+     * {@link Notifier#MIN_POLL_GAP}, however many arrive. (Pacing asks from the youngest hand-over
+     * would put them off for as long as the stream lasts.)
+     */
+    @Test
+    void aSteadyStreamOfTransactionsIsAnnouncedWithinABoundAtABoundedCost() {
+        long stepNanos = 250_000;
+        int transactions = 4_000; // a second of them
+        Map<String, Long> committedAt = new HashMap<>();
+        for (int i = 0; i < transactions; i++) {
+            notifier.awaitCommit(Integer.toString(i));
+            if (i >= 4) {
+                String committing = Integer.toString(i - 4);
+                db.status.put(committing, Notifier.COMMITTED);
+                committedAt.put(committing, vts.now(TimeUnit.NANOSECONDS));
+            }
+            vts.advanceTimeBy(Duration.ofNanos(stepNanos));
+        }
+        long streamEnd = vts.now(TimeUnit.MILLISECONDS);
+        assertFalse(db.notifications.isEmpty(), "announced while the stream still runs");
+        for (int i = transactions - 4; i < transactions; i++) {
+            db.status.put(Integer.toString(i), Notifier.COMMITTED);
+            committedAt.put(Integer.toString(i), vts.now(TimeUnit.NANOSECONDS));
+        }
+        advance(1_000);
+        long bound = INTERVAL.toMillis() + Notifier.MIN_POLL_GAP.toMillis();
+        for (Map.Entry<String, Long> commit : committedAt.entrySet()) {
+            long at = commit.getValue() / 1_000_000;
+            long announced = db.notifications.stream().filter(n -> n >= at).findFirst().orElse(Long.MAX_VALUE);
+            assertTrue(announced - at <= bound, "transaction " + commit.getKey() + " committed at " + at
+                    + " ms, announced at " + announced + " ms: " + db.notifications);
+        }
+        assertTrue(db.polls.size() <= (streamEnd + bound) / Notifier.MIN_POLL_GAP.toMillis() + 1,
+                db.polls.size() + " statements in " + streamEnd + " ms");
+        assertEquals(0, notifier.awaitedCount());
     }
 
     @Test
@@ -134,12 +178,12 @@ class NotifierTest {
     void aTransactionLeftOpenIsAskedAboutLessAndLessOften() {
         notifier.awaitCommit("9");
         advance(60_000);
-        // An eighth of its age, at least 1 ms, at most 500 ms: a minute costs a few hundred reads.
+        // An eighth of its age, at least MIN_POLL_GAP, at most 500 ms: a minute costs a few hundred reads.
         int polls = db.polls.size();
         assertTrue(polls > 100 && polls < 250, polls + " reads in a minute");
         long lastGap = db.polls.get(polls - 1) - db.polls.get(polls - 2);
         assertEquals(Notifier.MAX_POLL_GAP.toMillis(), lastGap);
-        assertEquals(1L, db.polls.get(0), "the first read a millisecond after the hand-over");
+        assertEquals(Notifier.MIN_POLL_GAP.toMillis(), db.polls.get(0), "the first read MIN_POLL_GAP after the hand-over");
     }
 
     @Test
@@ -149,7 +193,8 @@ class NotifierTest {
         notifier.committed(); // due at 100
         notifier.awaitCommit("5");
         advance(98);
-        assertEquals(List.of(), db.polls, "the notification due covers whatever commits before it");
+        assertEquals(List.of(0L), db.polls, "nothing is read before the due notification, which covers whatever"
+                + " commits before it");
         db.status.put("5", Notifier.COMMITTED);
         advance(1);
         assertEquals(List.of(0L, 100L), db.notifications);
@@ -163,7 +208,7 @@ class NotifierTest {
         db.failPolls.set(true);
         notifier.awaitCommit("1");
         notifier.awaitCommit("2");
-        advance(5);
+        advance(Notifier.MIN_POLL_GAP.toMillis());
         assertEquals(0, notifier.awaitedCount());
         int polls = db.polls.size();
         advance(1_000);
@@ -185,7 +230,7 @@ class NotifierTest {
         notifier.awaitCommit("3");
         advance(1_000);
         assertEquals(2, db.notifications.size());
-        assertEquals(List.of(), db.polls);
+        assertEquals(db.notifications, db.polls, "no statement but the two notifications");
     }
 
     @Test

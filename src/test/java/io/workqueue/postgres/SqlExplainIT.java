@@ -108,12 +108,12 @@ class SqlExplainIT {
     @Test
     void theServerPlansTheNotifiersStatements() {
         String[] xids = {"1", "2"};
-        assertFalse(explain(Sql.TRANSACTION_STATUS, (Object) xids).isEmpty());
-        assertFalse(explain(Sql.TRANSACTION_STATUS, (Object) new String[0]).isEmpty());
-        assertFalse(explain(Sql.NOTIFY, "chan", xids).isEmpty());
-        assertFalse(explain(Sql.NOTIFY, "chan", new String[0]).isEmpty());
+        for (boolean notify : new boolean[] {false, true}) {
+            assertFalse(explain(Sql.NOTIFIER_TICK, "chan", xids, notify).isEmpty());
+            assertFalse(explain(Sql.NOTIFIER_TICK, "chan", new String[0], notify).isEmpty());
+        }
         // Its own commit, asynchronous: the notify lock is not held through a WAL flush.
-        assertTrue(Sql.NOTIFY.contains("set_config('synchronous_commit', 'off', true)"), Sql.NOTIFY);
+        assertTrue(Sql.NOTIFIER_TICK.contains("set_config('synchronous_commit', 'off', true)"), Sql.NOTIFIER_TICK);
     }
 
     @Test

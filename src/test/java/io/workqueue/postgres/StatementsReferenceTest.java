@@ -34,8 +34,8 @@ class StatementsReferenceTest {
         String reference = Sql.reference();
         for (String sent : new String[] {sql.claimDue, sql.claimFromCursors, sql.completeKeys, sql.completeAndClaim,
                 sql.completeAndClaimFromCursors, sql.releaseKeys, sql.handBackKeys, sql.removeKeys, sql.reapCompleted,
-                sql.stats, sql.enqueue, sql.enqueueInTransaction, sql.enqueueNotifying, Sql.HORIZON, Sql.NOTIFY,
-                Sql.TRANSACTION_STATUS}) {
+                sql.stats, sql.enqueue, sql.enqueueInTransaction, sql.enqueueNotifying, Sql.HORIZON,
+                Sql.NOTIFIER_TICK}) {
             assertTrue(Sql.compact(reference).contains(sent.strip()), () -> "not in the reference:\n" + sent);
         }
     }
