@@ -62,6 +62,10 @@ class ConsoleApiIT {
         client.get().uri("/workqueue").exchange().expectStatus().isPermanentRedirect();
         client.get().uri("/workqueue/console.js").exchange().expectStatus().isOk()
                 .expectHeader().contentTypeCompatibleWith("text/javascript");
+        assertThat(page).contains("<link rel=\"icon\" href=\"favicon.svg\"");
+        client.get().uri("/workqueue/favicon.svg").exchange().expectStatus().isOk()
+                .expectHeader().contentTypeCompatibleWith("image/svg+xml")
+                .expectBody(String.class).value(icon -> assertThat(icon).startsWith("<svg"));
     }
 
     @Test

@@ -31,8 +31,8 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The console's routes: the page and its two assets, and a JSON API over one {@link WorkQueueAdmin}
- * per table. Reads answer from the database (the queue list from {@link ConsoleStats}); actions
+ * The console's routes: the page and its three assets (script, style, icon), and a JSON API over
+ * one {@link WorkQueueAdmin} per table. Reads answer from the database (the queue list from {@link ConsoleStats}); actions
  * answer 403 unless enabled and {@link ConsoleGuard allowed}. Every response carries the
  * console's Content-Security-Policy, {@code nosniff} and {@code no-store}. Keys, queue names and
  * errors travel only as JSON strings; the page writes them as text.
@@ -52,6 +52,7 @@ final class ConsoleHandlers {
     private final String page;
     private final byte[] script;
     private final byte[] style;
+    private final byte[] icon;
 
     ConsoleHandlers(String path, boolean actionsEnabled, Map<String, WorkQueueAdmin> admins, Duration statsMaxAge) {
         this.path = path;
@@ -67,6 +68,7 @@ final class ConsoleHandlers {
                 .replace("{{actions}}", Boolean.toString(actionsEnabled));
         this.script = asset("console.js");
         this.style = asset("console.css");
+        this.icon = asset("favicon.svg");
     }
 
     /** Read once, while the context starts, from the starter's jar. */
@@ -87,6 +89,7 @@ final class ConsoleHandlers {
                 .GET(path + "/", this::page)
                 .GET(path + "/console.js", request -> asset(script, "text/javascript"))
                 .GET(path + "/console.css", request -> asset(style, "text/css"))
+                .GET(path + "/favicon.svg", request -> asset(icon, "image/svg+xml"))
                 .GET(path + "/api/queues", this::queues)
                 .GET(path + "/api/items", this::items)
                 .GET(path + "/api/item", this::item)
