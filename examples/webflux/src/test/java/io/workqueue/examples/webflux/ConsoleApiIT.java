@@ -75,6 +75,20 @@ class ConsoleApiIT {
     }
 
     @Test
+    void keysAndErrorsComeBackVerbatimHiddenCharactersAndAll() {
+        String key = "invoice\u202Efdp.exe\u200B\uFEFF<b>";
+        String error = "failed on invoice\u202Efdp.exe\u2066\u0007";
+        // The tiles queue takes records, stored as the codec's JSON; the text rides in the layer.
+        TileKey tile = new TileKey(key, 0, 0);
+        tiles.enqueueKeys(tile).block(WAIT);
+        tiles.release(Duration.ofHours(1), new IllegalStateException(error), tile).block(WAIT);
+        String stored = KeyCodec.defaultFor(TileKey.class).encode(tile);
+        Map<String, Object> item = getJson("/workqueue/api/item?table=webflux_demo&queue={q}&key={k}", tiles.name(), stored);
+        assertThat(item).containsEntry("storedKey", stored).containsEntry("lastError", error);
+        assertThat((String) item.get("key")).contains(key);
+    }
+
+    @Test
     void anActionNeedsJsonTheSameOriginAndTheToken() {
         TileKey tile = new TileKey("api", 1, 1);
         tiles.enqueueKeys(tile).block(WAIT);

@@ -36,7 +36,8 @@ import org.springframework.web.reactive.function.server.ServerResponse;
  * {@code workqueue.console.actions-enabled=true}; even then an action is accepted only as a
  * same-origin JSON POST carrying the console's token. The page is plain HTML, CSS and JavaScript
  * from this jar, under a Content-Security-Policy that allows nothing but them; it writes every key,
- * name and error as text. Once the web server listens, it logs its address. The console
+ * name and error as text, its direction isolated and each invisible, control or bidirectional
+ * character shown as its code point. Once the web server listens, it logs its address. The console
  * adds no authentication: put it behind the application's own (Spring Security, a gateway) like any
  * other administrative endpoint.
  */
