@@ -28,7 +28,8 @@ import org.springframework.test.annotation.DirtiesContext;
  * Selenium) against the running service and a real PostgreSQL: a key, a queue name and an error
  * carrying a right-to-left override or zero-width characters look different from their
  * look-alikes, every hidden character shown as a marked code point while the text the page holds
- * stays exactly what is stored; the page has its icon.
+ * stays exactly what is stored; long keys and errors wrap rather than widen the page; the page has
+ * its icon.
  */
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT, properties = {
         "workqueue.queues.tiles.name=tiles-legibility-${random.uuid}",
@@ -219,10 +220,43 @@ class ConsoleLegibilityBrowserIT {
         assertThat(seen("#crumbs")).contains(shownName);
     }
 
+    @Test
+    void longKeysAndErrorsWrapInsteadOfWideningThePageAndNumbersStayOnOneLine() {
+        String longKey = "tiles/" + "0123456789abcdef".repeat(30); // keys stop at 512 bytes
+        String longError = "java.lang.IllegalStateException:" + "renderer.failed.at.a.very.deep.frame".repeat(25);
+        disguised.enqueueKeys(longKey).block(WAIT);
+        disguised.release(Duration.ofHours(1), new IllegalStateException(longError), longKey).block(WAIT);
+
+        open(queuePage("delayed"));
+        loaded("queue");
+        assertThat(pageOverflow()).isLessThanOrEqualTo(0L);
+        // The error column is not squeezed by a long key.
+        assertThat(width(row(longKey) + " td.error")).isGreaterThanOrEqualTo(width(row(longKey) + " td.key"));
+        // Ages and other numbers: one line each.
+        assertThat(driver.executeScript("""
+                return [...document.querySelectorAll('#items td.num')].filter(cell => {
+                  const range = document.createRange();
+                  range.selectNodeContents(cell);
+                  return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1;
+                }).map(cell => cell.textContent);""")).asList().isEmpty();
+        Browser.screenshot(driver, "long-key");
+
+        open(itemPage(longKey));
+        loaded("item");
+        assertThat(text("#item-stored-key")).isEqualTo(longKey);
+        assertThat(pageOverflow()).isLessThanOrEqualTo(0L);
+        admin.remove(disguised.name(), List.of(longKey)).block(WAIT);
+    }
+
     /** The drawn width of the element {@code selector} finds, in CSS pixels. */
     static double width(String selector) {
         return ((Number) driver.executeScript("return document.querySelector(arguments[0]).getBoundingClientRect().width;",
                 selector)).doubleValue();
+    }
+
+    /** How far the page is wider than the window (scrolls sideways when positive). */
+    static Long pageOverflow() {
+        return (Long) driver.executeScript("return document.documentElement.scrollWidth - document.documentElement.clientWidth;");
     }
 
     @Test

@@ -293,7 +293,7 @@
         : state === 'leased' ? duration(item.leaseRemainingMillis)
           : item.availableInMillis > 0 ? 'in ' + duration(item.availableInMillis) : 'for ' + duration(-item.availableInMillis)),
       el('td', { className: 'error' }, item.lastError ? shown(item.lastError) : ''),
-      ACTIONS ? el('td', {}, itemActions(params, item, () => route())) : null));
+      ACTIONS ? el('td', { className: 'actions' }, itemActions(params, item, () => route())) : null));
     const next = page.next
       ? el('button', { type: 'button', id: 'next', onclick: () => go('queue', { table: params.table || '', queue: params.queue, state, after: page.next }) }, 'Next page')
       : null;
