@@ -3,11 +3,14 @@ package io.workqueue.examples.webflux;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.r2dbc.spi.ConnectionFactory;
+import io.workqueue.ItemState;
+import io.workqueue.QueueItem;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueAdmin;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -28,8 +31,8 @@ import org.springframework.test.annotation.DirtiesContext;
  * Selenium) against the running service and a real PostgreSQL: a key, a queue name and an error
  * carrying a right-to-left override or zero-width characters look different from their
  * look-alikes, every hidden character shown as a marked code point while the text the page holds
- * stays exactly what is stored; long keys and errors wrap rather than widen the page; the page has
- * its icon.
+ * (and the key its actions send) stays exactly what is stored; after an action the banner says what
+ * the item is now; long keys and errors wrap rather than widen the page; the page has its icon.
  */
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT, properties = {
         "workqueue.queues.tiles.name=tiles-legibility-${random.uuid}",
@@ -221,6 +224,36 @@ class ConsoleLegibilityBrowserIT {
     }
 
     @Test
+    void actionsOnKeysWithHiddenCharactersAddressTheExactStoredKeyAndTheBannerSaysWhatTheItemIsNow() {
+        open(itemPage(OVERRIDDEN));
+        loaded("item");
+        assertThat(driver.findElement(By.id("item-states")).getText()).isEqualTo("delayed");
+        driver.findElement(By.cssSelector("#actions button.retry")).click();
+        new WebDriverWait(driver, WAIT).until(d -> !text("#message").isEmpty());
+
+        assertThat(seen("#message")).isEqualTo("Retried invoice<U+202E>fdp.exe: due now, attempts reset. Now ready.");
+        assertThat(driver.findElement(By.id("item-states")).getText()).isEqualTo("ready");
+        assertThat(states(OVERRIDDEN)).containsExactly(ItemState.READY);
+        assertThat(states(LOOK_ALIKE)).containsExactly(ItemState.DELAYED);
+
+        // Remove, from the list: the zero-width key goes, its look-alike stays.
+        open(queuePage("ready"));
+        loaded("queue");
+        assertThat(text("#message")).isEmpty();
+        WebElement remove = driver.findElement(By.cssSelector(row(ZERO_WIDTH) + " button.remove"));
+        remove.click();
+        remove.click(); // "Really remove?"
+        new WebDriverWait(driver, WAIT).until(d -> !text("#message").isEmpty());
+        assertThat(seen("#message")).isEqualTo("Removed zero<U+200B>width<U+FEFF>.");
+        assertThat(admin.item(disguised.name(), ZERO_WIDTH).blockOptional(WAIT)).isEmpty();
+        assertThat(states(ZERO_WIDTH_LOOK_ALIKE)).containsExactly(ItemState.READY);
+        @SuppressWarnings("unchecked")
+        List<String> listed = (List<String>) driver.executeScript(
+                "return [...document.querySelectorAll('#items tr.item')].map(r => r.dataset.key);");
+        assertThat(listed).contains(ZERO_WIDTH_LOOK_ALIKE, OVERRIDDEN).doesNotContain(ZERO_WIDTH);
+    }
+
+    @Test
     void longKeysAndErrorsWrapInsteadOfWideningThePageAndNumbersStayOnOneLine() {
         String longKey = "tiles/" + "0123456789abcdef".repeat(30); // keys stop at 512 bytes
         String longError = "java.lang.IllegalStateException:" + "renderer.failed.at.a.very.deep.frame".repeat(25);
@@ -269,6 +302,12 @@ class ConsoleLegibilityBrowserIT {
                 if (!link) { done('no icon link'); return; }
                 fetch(link.href).then(r => done(r.status + ' ' + r.headers.get('Content-Type')), e => done(String(e)));""");
         assertThat(icon).asString().startsWith("200 image/svg+xml");
+    }
+
+    private Set<ItemState> states(String key) {
+        QueueItem item = admin.item(disguised.name(), key).block(WAIT);
+        assertThat(item).as("the item %s", key).isNotNull();
+        return item.states();
     }
 
     /** {@code value} inside a double-quoted CSS string. */

@@ -125,13 +125,21 @@
 
   /**
    * Puts a message in the banner, or hides the banner when there is none. Parts are the console's
-   * own words (strings) and data already written through shown().
+   * own words (strings) and data already written through shown(). `kind` says what the message is
+   * about, which decides how long it stays: 'load' (a view that did not load: gone once a view
+   * loads), 'action' (what an action did and what the item is now: gone when the view changes or
+   * another action starts), 'action-error' (why an action failed: the same).
    */
-  function say(parts, isError) {
+  function say(parts, kind) {
     const list = [].concat(parts).filter((part) => part !== null && part !== undefined && part !== '');
     message.replaceChildren(...list.map((part) => part instanceof Node ? part : document.createTextNode(String(part))));
-    message.className = isError ? 'error' : '';
+    message.className = kind === 'load' || kind === 'action-error' ? 'error' : '';
+    message.dataset.kind = list.length ? kind : '';
     message.hidden = list.length === 0;
+  }
+
+  function quiet() {
+    say([], '');
   }
 
   function duration(ms) {
@@ -159,6 +167,11 @@
     return prefix === '' ? '(default)' : shown(prefix);
   }
 
+  /** An item's states as a phrase ("ready", "delayed and stalled"), or "gone" for no item. */
+  function statesNow(item) {
+    return item ? item.states.join(' and ') : 'gone';
+  }
+
   // ------------------------------------------------------------------ talking to the server
 
   async function get(path, params) {
@@ -166,9 +179,16 @@
       { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
     const body = await response.json().catch(() => ({}));
     if (!response.ok) {
-      throw new Error(body.error || ('HTTP ' + response.status));
+      throw failure(response, body);
     }
     return body;
+  }
+
+  /** The error of a refused request: the server's reason (it may quote a key: write it through shown()) and status. */
+  function failure(response, body) {
+    const error = new Error(body.error || ('HTTP ' + response.status));
+    error.status = response.status;
+    return error;
   }
 
   async function post(path, body) {
@@ -182,12 +202,16 @@
     });
     const answer = await response.json().catch(() => ({}));
     if (!response.ok) {
-      throw new Error(answer.error || ('HTTP ' + response.status));
+      throw failure(response, answer);
     }
     return answer;
   }
 
-  /** A button that asks once more before it acts ("Remove" → "Really remove?"). */
+  /**
+   * A button that asks once more before it acts ("Remove" → "Really remove?"). When it acts, the
+   * banner is emptied first, so that an earlier action's outcome is never read as this one's; a
+   * failure is said in the banner and leaves the button ready to try again.
+   */
   function confirmingButton(label, danger, act) {
     const button = el('button', { type: 'button', className: danger ? 'danger' : '' }, label);
     let armed = !danger;
@@ -198,10 +222,11 @@
         return;
       }
       button.disabled = true;
+      quiet();
       try {
         await act();
       } catch (e) {
-        say(shown(e.message), true);
+        say(shown(e.message), 'action-error');
         button.disabled = false;
       }
     });
@@ -237,12 +262,6 @@
       el('p', { className: 'muted', id: 'stats-age' }, 'Stats as of ' + duration(age) + ' ago (each is the queue\'s own ' +
         'stats() read, refreshed in the background at most every few seconds; this list follows). ' +
         'Depth counts every pending item.'));
-    // While this list is shown, follow the numbers.
-    refresh = setTimeout(() => {
-      if (document.body.dataset.loaded === 'queues' && !document.hidden) {
-        route();
-      }
-    }, 5000);
   }
 
   function stateTabs(params) {
@@ -293,7 +312,7 @@
         : state === 'leased' ? duration(item.leaseRemainingMillis)
           : item.availableInMillis > 0 ? 'in ' + duration(item.availableInMillis) : 'for ' + duration(-item.availableInMillis)),
       el('td', { className: 'error' }, item.lastError ? shown(item.lastError) : ''),
-      ACTIONS ? el('td', { className: 'actions' }, itemActions(params, item, () => route())) : null));
+      ACTIONS ? el('td', { className: 'actions' }, itemActions(params, item)) : null));
     const next = page.next
       ? el('button', { type: 'button', id: 'next', onclick: () => go('queue', { table: params.table || '', queue: params.queue, state, after: page.next }) }, 'Next page')
       : null;
@@ -305,11 +324,11 @@
       for (let i = 0; i < 1000; i++) {
         const answer = await post('purge', { table: params.table || '', queue: params.queue });
         total += answer.deleted;
-        say('Purged ' + total + ' completed items…');
+        say('Purged ' + count(total) + ' completed items…', 'action');
         if (answer.deleted < answer.batch) break;
       }
-      say('Purged ' + total + ' completed items.');
-      route();
+      await route();
+      say('Purged ' + count(total) + ' completed items.', 'action');
     }) : null;
     if (purge) purge.id = 'purge';
     show(el('h1', { className: 'key' }, shown(params.queue)), stateTabs({ ...params, state }),
@@ -322,29 +341,46 @@
           ' and stopped; the next page reads on from there.') : null));
   }
 
-  function itemActions(params, item, after) {
+  /**
+   * Retry and remove for one item, addressed by its stored key exactly as the API gave it. After
+   * either, the view is read and drawn again, and only then does the banner say what the action did
+   * and what the item is now, as that read found it: the banner never describes the page before.
+   */
+  function itemActions(params, item) {
     const actions = [];
     const queue = { table: params.table || '', queue: params.queue };
+    // The item view reads the item itself and gives it back; after any other view, one more read.
+    const redrawn = async () => {
+      const read = await route();
+      return read !== undefined ? read : get('item', { ...queue, key: item.storedKey })
+        .catch((e) => { if (e.status === 404) return null; throw e; });
+    };
     const retryable = (item.states.includes('stalled') || item.states.includes('delayed')) && !item.states.includes('leased');
     if (retryable) {
       const retry = confirmingButton('Retry', false, async () => {
         const answer = await post('retry', { ...queue, keys: [item.storedKey] });
-        say(answer.changed.length ? 'Retried: due now, attempts reset.' : 'Nothing to retry: the item changed meanwhile.');
-        after();
+        const now = await redrawn();
+        say(answer.changed.length
+          ? ['Retried ', shown(item.key), ': due now, attempts reset. Now ' + statesNow(now) + '.']
+          : ['Nothing to retry: ', shown(item.key), ' changed meanwhile. Now ' + statesNow(now) + '.'], 'action');
       });
       retry.className = 'retry';
       actions.push(retry);
     }
     const remove = confirmingButton('Remove', true, async () => {
       const answer = await post('remove', { ...queue, keys: [item.storedKey] });
-      say(answer.changed.length ? 'Removed.' : 'Nothing to remove: already gone.');
-      after();
+      const now = await redrawn();
+      say([answer.changed.length ? 'Removed ' : 'Nothing to remove: ', shown(item.key),
+        answer.changed.length ? '.' : ' was already gone.',
+        // Enqueued again between the removal and the read: say so rather than "gone".
+        now ? ' Now ' + statesNow(now) + ' (enqueued again).' : ''], 'action');
     });
     remove.classList.add('remove');
     actions.push(remove);
     return actions;
   }
 
+  /** The item in detail; gives back the item as read, or null when there is no such item. */
   async function itemView(params) {
     queueCrumbs({ ...params, state: 'ready' }, 'item');
     let item;
@@ -352,7 +388,7 @@
       item = await get('item', { table: params.table || '', queue: params.queue, key: params.key });
     } catch (e) {
       show(el('h1', {}, 'Item'), el('p', { className: 'muted' }, shown(e.message), ' (it may have been removed or reaped)'));
-      return;
+      return e.status === 404 ? null : undefined;
     }
     const rows = [
       ['key', el('span', { className: 'key', id: 'item-key' }, shown(item.key))],
@@ -371,8 +407,9 @@
     ].filter(Boolean);
     show(el('h1', {}, 'Item of ', el('span', { className: 'key' }, shown(params.queue))),
       el('dl', { className: 'detail' }, rows.flatMap(([name, value]) => [el('dt', {}, name), el('dd', {}, value)])),
-      ACTIONS ? el('div', { className: 'bar', id: 'actions' }, itemActions(params, item, () => route())) : null,
+      ACTIONS ? el('div', { className: 'bar', id: 'actions' }, itemActions(params, item)) : null,
       el('p', { className: 'muted' }, 'Ages are on the database clock, as of this read.'));
+    return item;
   }
 
   // ------------------------------------------------------------------ routing
@@ -381,30 +418,57 @@
     location.hash = '#/' + routeName + '?' + new URLSearchParams(params).toString();
   }
 
-  async function route() {
-    clearTimeout(refresh);
+  /** The view the address names: 'queues', 'queue' or 'item', with its parameters. */
+  function here() {
     const hash = location.hash.replace(/^#\/?/, '');
     const [name, query] = [hash.split('?')[0], hash.includes('?') ? hash.slice(hash.indexOf('?') + 1) : ''];
     const params = Object.fromEntries(new URLSearchParams(query));
+    const viewName = name === 'queue' && params.queue ? 'queue'
+      : name === 'item' && params.queue && params.key !== undefined ? 'item' : 'queues';
+    return { viewName, params };
+  }
+
+  /**
+   * Reads and draws the view the address names; gives back what the view gives (the item view: the
+   * item as read). A view that does not load leaves its reason in the banner, and the next view
+   * that loads takes it away. The queue list follows its numbers: it is read again a few seconds
+   * after each attempt, loaded or not, while the page is visible.
+   */
+  async function route() {
+    clearTimeout(refresh);
+    const { viewName, params } = here();
+    let result;
     try {
-      if (name === 'queue' && params.queue) {
-        await itemsView(params);
-      } else if (name === 'item' && params.queue && params.key !== undefined) {
-        await itemView(params);
-      } else {
-        await queuesView();
+      result = viewName === 'queue' ? await itemsView(params)
+        : viewName === 'item' ? await itemView(params) : await queuesView();
+      document.body.dataset.loaded = viewName;
+      if (message.dataset.kind === 'load') {
+        quiet();
       }
-      document.body.dataset.loaded = name || 'queues';
     } catch (e) {
-      say(shown(e.message), true);
+      say(shown(e.message), 'load');
     }
+    if (viewName === 'queues' && here().viewName === 'queues') {
+      refresh = setTimeout(() => {
+        if (!document.hidden) {
+          route();
+        }
+      }, 5000);
+    }
+    return result;
   }
 
   document.getElementById('mode').textContent = ACTIONS ? 'actions enabled' : 'read-only';
   window.addEventListener('hashchange', () => {
-    say('');
+    quiet();
     delete document.body.dataset.loaded;
     route();
+  });
+  // A list that stopped following while the page was hidden catches up when it is seen again.
+  document.addEventListener('visibilitychange', () => {
+    if (!document.hidden && here().viewName === 'queues') {
+      route();
+    }
   });
   route();
 })();
