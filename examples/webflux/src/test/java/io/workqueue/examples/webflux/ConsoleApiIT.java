@@ -11,9 +11,12 @@ import java.util.Objects;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.boot.webtestclient.autoconfigure.AutoConfigureWebTestClient;
 import org.springframework.core.ParameterizedTypeReference;
@@ -23,7 +26,8 @@ import org.springframework.test.web.reactive.server.WebTestClient;
 
 /**
  * The console's HTTP surface without a browser: the page's security headers, the JSON API, and
- * each condition an action must meet (JSON, same origin, the token), one refused at a time.
+ * each condition an action must meet (JSON, same origin, the token), one refused at a time; and
+ * the line that says at startup where the console is.
  */
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT, properties = {
         "workqueue.queues.tiles.name=tiles-api-${random.uuid}",
@@ -32,6 +36,7 @@ import org.springframework.test.web.reactive.server.WebTestClient;
         "workqueue.console.actions-enabled=true"})
 @AutoConfigureWebTestClient
 @DirtiesContext
+@ExtendWith(OutputCaptureExtension.class)
 class ConsoleApiIT {
     static final Duration WAIT = Duration.ofSeconds(30);
 
@@ -57,6 +62,30 @@ class ConsoleApiIT {
         client.get().uri("/workqueue").exchange().expectStatus().isPermanentRedirect();
         client.get().uri("/workqueue/console.js").exchange().expectStatus().isOk()
                 .expectHeader().contentTypeCompatibleWith("text/javascript");
+        assertThat(page).contains("<link rel=\"icon\" href=\"favicon.svg\"");
+        client.get().uri("/workqueue/favicon.svg").exchange().expectStatus().isOk()
+                .expectHeader().contentTypeCompatibleWith("image/svg+xml")
+                .expectBody(String.class).value(icon -> assertThat(icon).startsWith("<svg"));
+    }
+
+    @Test
+    void theConsoleSaysAtStartupWhereItIs(CapturedOutput output) {
+        assertThat(output.getAll()).containsOnlyOnce("Work queue console at ")
+                .contains("Work queue console at http://localhost:" + port + "/workqueue/ (actions enabled)");
+    }
+
+    @Test
+    void keysAndErrorsComeBackVerbatimHiddenCharactersAndAll() {
+        String key = "invoice\u202Efdp.exe\u200B\uFEFF<b>";
+        String error = "failed on invoice\u202Efdp.exe\u2066\u0007";
+        // The tiles queue takes records, stored as the codec's JSON; the text rides in the layer.
+        TileKey tile = new TileKey(key, 0, 0);
+        tiles.enqueueKeys(tile).block(WAIT);
+        tiles.release(Duration.ofHours(1), new IllegalStateException(error), tile).block(WAIT);
+        String stored = KeyCodec.defaultFor(TileKey.class).encode(tile);
+        Map<String, Object> item = getJson("/workqueue/api/item?table=webflux_demo&queue={q}&key={k}", tiles.name(), stored);
+        assertThat(item).containsEntry("storedKey", stored).containsEntry("lastError", error);
+        assertThat((String) item.get("key")).contains(key);
     }
 
     @Test

@@ -31,11 +31,16 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The console's routes: the page and its two assets, and a JSON API over one {@link WorkQueueAdmin}
- * per table. Reads answer from the database (the queue list from {@link ConsoleStats}); actions
- * answer 403 unless enabled and {@link ConsoleGuard allowed}. Every response carries the
- * console's Content-Security-Policy, {@code nosniff} and {@code no-store}. Keys, queue names and
- * errors travel only as JSON strings; the page writes them as text.
+ * The console's routes: the page and its assets (script, style, icon), and a JSON API over one
+ * {@link WorkQueueAdmin} per table. Reads answer from the database (the queue list from
+ * {@link ConsoleStats}); actions answer 403 unless enabled and {@link ConsoleGuard allowed}. Every
+ * response carries the console's Content-Security-Policy, {@code nosniff} and {@code no-store}.
+ *
+ * <p>The API returns keys ({@code storedKey}, {@code key}), queue names and errors verbatim, as
+ * JSON strings, whatever they hold: markup, bidirectional controls, zero-width and control
+ * characters. A client needs the exact stored key to act on an item, so nothing is escaped or
+ * replaced here; whoever renders them must do it with care. The page writes each as text through
+ * one function that isolates its direction and shows every hidden character as a marked code point.
  */
 final class ConsoleHandlers {
     private static final String ASSETS = "io/workqueue/spring/boot/console/";
@@ -52,6 +57,7 @@ final class ConsoleHandlers {
     private final String page;
     private final byte[] script;
     private final byte[] style;
+    private final byte[] icon;
 
     ConsoleHandlers(String path, boolean actionsEnabled, Map<String, WorkQueueAdmin> admins, Duration statsMaxAge) {
         this.path = path;
@@ -67,6 +73,7 @@ final class ConsoleHandlers {
                 .replace("{{actions}}", Boolean.toString(actionsEnabled));
         this.script = asset("console.js");
         this.style = asset("console.css");
+        this.icon = asset("favicon.svg");
     }
 
     /** Read once, while the context starts, from the starter's jar. */
@@ -87,6 +94,7 @@ final class ConsoleHandlers {
                 .GET(path + "/", this::page)
                 .GET(path + "/console.js", request -> asset(script, "text/javascript"))
                 .GET(path + "/console.css", request -> asset(style, "text/css"))
+                .GET(path + "/favicon.svg", request -> asset(icon, "image/svg+xml"))
                 .GET(path + "/api/queues", this::queues)
                 .GET(path + "/api/items", this::items)
                 .GET(path + "/api/item", this::item)

@@ -20,6 +20,8 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.ServerResponse;
 
@@ -34,8 +36,10 @@ import org.springframework.web.reactive.function.server.ServerResponse;
  * {@code workqueue.console.actions-enabled=true}; even then an action is accepted only as a
  * same-origin JSON POST carrying the console's token. The page is plain HTML, CSS and JavaScript
  * from this jar, under a Content-Security-Policy that allows nothing but them; it writes every key,
- * name and error as text. The console adds no authentication: put it behind the application's own
- * (Spring Security, a gateway) like any other administrative endpoint.
+ * name and error as text, its direction isolated and each invisible, control or bidirectional
+ * character shown as its code point. Once the web server listens, it logs its address. The console
+ * adds no authentication: put it behind the application's own (Spring Security, a gateway) like any
+ * other administrative endpoint.
  */
 @AutoConfiguration(after = WorkQueueAutoConfiguration.class)
 @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
@@ -76,6 +80,20 @@ public class WorkQueueConsoleAutoConfiguration {
         }
         WorkQueueProperties.Console console = properties.getConsole();
         return new ConsoleHandlers(console.getPath(), console.isActionsEnabled(), admins, console.getStatsMaxAge()).routes();
+    }
+
+    /**
+     * Says where the console is once the web server listens (see {@link ConsoleLocationLog}). Apart,
+     * so that an application whose web server classes are absent still gets the console.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.web.server.context.WebServerInitializedEvent")
+    static class LocationLog {
+        @Bean
+        ConsoleLocationLog workQueueConsoleLocationLog(WorkQueueProperties properties, Environment environment) {
+            WorkQueueProperties.Console console = properties.getConsole();
+            return new ConsoleLocationLog(console.getPath(), console.isActionsEnabled(), environment);
+        }
     }
 
     /**

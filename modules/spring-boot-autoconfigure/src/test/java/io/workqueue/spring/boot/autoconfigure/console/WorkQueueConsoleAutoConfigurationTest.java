@@ -1,15 +1,24 @@
 package io.workqueue.spring.boot.autoconfigure.console;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.when;
 
 import io.workqueue.spring.boot.autoconfigure.WorkQueueAutoConfiguration;
 import io.workqueue.spring.boot.testing.TestDatabase;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.r2dbc.autoconfigure.R2dbcAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.context.runner.ReactiveWebApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.boot.web.server.WebServer;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.boot.web.server.context.WebServerInitializedEvent;
 import org.springframework.test.web.reactive.server.WebTestClient;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.ServerResponse;
@@ -18,6 +27,7 @@ import org.springframework.web.reactive.function.server.ServerResponse;
  * When the console is served: only in a reactive web application, only when enabled, under its
  * path. None of this needs a database (the page opens no connection).
  */
+@ExtendWith(OutputCaptureExtension.class)
 class WorkQueueConsoleAutoConfigurationTest {
     private static final AutoConfigurations CONFIGURATIONS = AutoConfigurations.of(R2dbcAutoConfiguration.class,
             WorkQueueAutoConfiguration.class, WorkQueueConsoleAutoConfiguration.class);
@@ -106,6 +116,61 @@ class WorkQueueConsoleAutoConfigurationTest {
     @SuppressWarnings("unchecked")
     private static RouterFunction<ServerResponse> routes(Object bean) {
         return (RouterFunction<ServerResponse>) bean;
+    }
+
+    @Test
+    void itSaysWhereItIsOnceWhenTheServerListensAndNotForAManagementServer(CapturedOutput output) {
+        reactive.withPropertyValues("workqueue.console.enabled=true", "workqueue.console.path=/ops/queues").run(context -> {
+            assertThat(context).hasNotFailed();
+            context.publishEvent(new ServerListening(9081, "management"));
+            assertThat(output.getAll()).doesNotContain("Work queue console at");
+            context.publishEvent(new ServerListening(8123, null));
+            context.publishEvent(new ServerListening(8124, null));
+        });
+        assertThat(output.getAll()).containsOnlyOnce("Work queue console at");
+        assertThat(output.getAll()).contains("Work queue console at http://localhost:8123/ops/queues/ (read-only)");
+    }
+
+    @Test
+    void itsLocationNamesTheSchemeHostPortBasePathAndPath() {
+        assertThat(ConsoleLocationLog.location(false, null, 8080, "", "/workqueue")).isEqualTo("http://localhost:8080/workqueue/");
+        assertThat(ConsoleLocationLog.location(true, "0.0.0.0", 8443, "/app/", "/ops/queues"))
+                .isEqualTo("https://localhost:8443/app/ops/queues/");
+        assertThat(ConsoleLocationLog.location(false, "10.0.0.7", 80, "app", "/workqueue")).isEqualTo("http://10.0.0.7:80/app/workqueue/");
+        assertThat(ConsoleLocationLog.location(false, "::1", 8080, "", "/workqueue")).isEqualTo("http://[::1]:8080/workqueue/");
+        // No port known: the path alone, rather than an address that may be wrong.
+        assertThat(ConsoleLocationLog.location(false, null, -1, "", "/workqueue")).isEqualTo("/workqueue/");
+    }
+
+    /** What a web server publishes once it listens on {@code port}; a management server has a namespace. */
+    private static final class ServerListening extends WebServerInitializedEvent {
+        private final WebServerApplicationContext context;
+
+        ServerListening(int port, @Nullable String namespace) {
+            super(server(port));
+            this.context = mock(WebServerApplicationContext.class);
+            when(context.getServerNamespace()).thenReturn(namespace);
+        }
+
+        @Override
+        public WebServerApplicationContext getApplicationContext() {
+            return context;
+        }
+
+        private static WebServer server(int port) {
+            return new WebServer() {
+                @Override
+                public void start() {}
+
+                @Override
+                public void stop() {}
+
+                @Override
+                public int getPort() {
+                    return port;
+                }
+            };
+        }
     }
 
     @Test
