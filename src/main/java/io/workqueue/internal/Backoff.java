@@ -3,7 +3,11 @@ package io.workqueue.internal;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
-/** Jittered exponential back-off for loops that outlive a database outage. */
+/**
+ * The one exponential back-off: a delay that doubles with each attempt up to a cap, as items are
+ * released ({@code WorkerOptions.exponentialBackoff}) and, jittered, as loops that outlive a
+ * database outage retry. Stateless.
+ */
 public final class Backoff {
     /** The first delay of a claim loop after a transient failure. */
     public static final Duration MIN = Duration.ofMillis(100);
@@ -19,8 +23,22 @@ public final class Backoff {
      */
     static Duration jittered(int attempt, Duration min, Duration max) {
         long minMillis = min.toMillis();
-        long ceiling = Math.min(max.toMillis(), minMillis << Math.min(Math.max(attempt - 1, 0), 20));
+        long ceiling = doubled(attempt, min, max).toMillis();
         long jittered = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
         return Duration.ofMillis(Math.max(minMillis, jittered));
+    }
+
+    /**
+     * {@code first} doubled for each attempt after the first ({@code attempt} is 1-based; zero or
+     * less counts as 1), never more than {@code max}. Compares before it multiplies, so a long
+     * delay cannot overflow.
+     */
+    public static Duration doubled(int attempt, Duration first, Duration max) {
+        int doublings = Math.max(0, attempt - 1);
+        Duration delay = first;
+        for (int i = 0; i < doublings && delay.compareTo(max) < 0; i++) {
+            delay = delay.multipliedBy(2);
+        }
+        return delay.compareTo(max) > 0 ? max : delay;
     }
 }
