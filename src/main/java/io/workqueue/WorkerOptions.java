@@ -1,6 +1,5 @@
 package io.workqueue;
 
-import io.workqueue.internal.Backoff;
 import io.workqueue.internal.base.Durations;
 import java.time.Duration;
 import java.util.Objects;
@@ -94,7 +93,7 @@ public final class WorkerOptions {
      * @return the delay before the item is due again, between one second and five minutes
      */
     public static Duration exponentialBackoff(int attempts) {
-        return Backoff.doubled(attempts, FIRST_BACKOFF, MAX_BACKOFF);
+        return Durations.doubled(attempts, FIRST_BACKOFF, MAX_BACKOFF);
     }
 
     /**
@@ -114,7 +113,7 @@ public final class WorkerOptions {
             throw new InvalidConfigException("max must be at least first (" + first + ") but was " + max);
         }
         Duration to = Durations.capped(max);
-        return attempts -> Backoff.doubled(attempts, from, to);
+        return attempts -> Durations.doubled(attempts, from, to);
     }
 
     /**

@@ -1,12 +1,12 @@
 package io.workqueue.internal;
 
+import io.workqueue.internal.base.Durations;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * The one exponential back-off: a delay that doubles with each attempt up to a cap, as items are
- * released ({@code WorkerOptions.exponentialBackoff}) and, jittered, as loops that outlive a
- * database outage retry. Stateless.
+ * Jittered exponential back-off for loops that outlive a database outage: the one doubling rule
+ * ({@link Durations#doubled}, which items' back-off uses too), drawn from its upper half. Stateless.
  */
 public final class Backoff {
     /** The first delay of a claim loop after a transient failure. */
@@ -23,22 +23,8 @@ public final class Backoff {
      */
     static Duration jittered(int attempt, Duration min, Duration max) {
         long minMillis = min.toMillis();
-        long ceiling = doubled(attempt, min, max).toMillis();
+        long ceiling = Durations.doubled(attempt, min, max).toMillis();
         long jittered = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
         return Duration.ofMillis(Math.max(minMillis, jittered));
-    }
-
-    /**
-     * {@code first} doubled for each attempt after the first ({@code attempt} is 1-based; zero or
-     * less counts as 1), never more than {@code max}. Compares before it multiplies, so a long
-     * delay cannot overflow.
-     */
-    public static Duration doubled(int attempt, Duration first, Duration max) {
-        int doublings = Math.max(0, attempt - 1);
-        Duration delay = first;
-        for (int i = 0; i < doublings && delay.compareTo(max) < 0; i++) {
-            delay = delay.multipliedBy(2);
-        }
-        return delay.compareTo(max) > 0 ? max : delay;
     }
 }

@@ -110,4 +110,18 @@ public final class Durations {
         Duration bounded = capped(duration);
         return bounded.getSeconds() * 1_000_000L + bounded.getNano() / 1_000;
     }
+
+    /**
+     * The one exponential back-off rule: {@code first} doubled for each attempt after the first
+     * ({@code attempt} is 1-based; zero or less counts as 1), never more than {@code max}. Compares
+     * before it multiplies, so a long delay cannot overflow.
+     */
+    public static Duration doubled(int attempt, Duration first, Duration max) {
+        int doublings = Math.max(0, attempt - 1);
+        Duration delay = first;
+        for (int i = 0; i < doublings && delay.compareTo(max) < 0; i++) {
+            delay = delay.multipliedBy(2);
+        }
+        return delay.compareTo(max) > 0 ? max : delay;
+    }
 }
