@@ -735,7 +735,8 @@ WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
 -- removeKeys
 --   $1 queue text: the logical queue's name
 --   $2 keys text[]: the stored keys, distinct
--- Deletes the items, whatever their state.
+-- Deletes the items, whatever their state; returns the keys deleted (the queue counts them, the
+-- admin lists them).
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
@@ -745,7 +746,8 @@ WITH target AS MATERIALIZED (
 )
 DELETE FROM work_queue_items AS q
 USING target
-WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key;
+WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+RETURNING q.item_key;
 
 -- reapCompleted
 --   $1 queue text: the logical queue's name
@@ -1439,22 +1441,6 @@ WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM ta
     AND lease_until <= now()
     AND available_at > now()
     AND ($2::int = 0 OR attempts < $2::int)))
-RETURNING q.item_key;
-
--- admin.removeKeys
---   $1 queue text: the logical queue's name
---   $2 keys text[]: the stored keys, distinct
--- Deletes $2 whatever their state; returns the keys deleted.
-WITH target AS MATERIALIZED (
-    SELECT queue_name, item_key, requested_at, lease_until
-    FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($2::text[])
-    ORDER BY item_key
-    FOR UPDATE
-)
-DELETE FROM work_queue_items AS q
-USING target
-WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
 RETURNING q.item_key;
 
 -- admin.purgeCompleted

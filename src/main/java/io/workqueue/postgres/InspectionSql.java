@@ -20,6 +20,7 @@ final class InspectionSql {
     final SqlStatement stalledPage;
     final SqlStatement completedPage;
     final SqlStatement retryKeys;
+    /** The queue's own remove, whose deleted keys the admin lists. */
     final SqlStatement removeKeys;
     final SqlStatement purgeCompleted;
 
@@ -34,7 +35,7 @@ final class InspectionSql {
         this.stalledPage = Sql.render(tablePrefix, "admin.stalledPage");
         this.completedPage = Sql.render(tablePrefix, "admin.completedPage");
         this.retryKeys = Sql.render(tablePrefix, "admin.retryKeys");
-        this.removeKeys = Sql.render(tablePrefix, "admin.removeKeys");
+        this.removeKeys = Sql.render(tablePrefix, "removeKeys");
         this.purgeCompleted = Sql.render(tablePrefix, "admin.purgeCompleted");
     }
 }

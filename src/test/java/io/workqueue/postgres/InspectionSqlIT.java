@@ -113,6 +113,7 @@ class InspectionSqlIT {
                 "the health check asks the claim's own question");
         assertTrue(queueSql.stats.text().contains("min(" + Sql.READY_SINCE + ")"), "and the age it measures is the stats'");
         assertEquals(queueSql.stats.text(), sql.stats.text(), "the admin's stats read is the queue's");
+        assertEquals(queueSql.removeKeys.text(), sql.removeKeys.text(), "and its remove is the queue's");
         Map<String, String> pages = Map.of("readyPage", Sql.DUE, "delayedPage", Sql.DELAYED, "leasedPage", Sql.LEASED,
                 "stalledPage", Sql.STALLED, "completedPage", Sql.COMPLETED);
         pages.forEach((field, predicate) -> assertTrue(statement(field).contains("(" + predicate + ") AS wanted"), field));

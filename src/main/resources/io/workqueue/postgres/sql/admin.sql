@@ -201,14 +201,6 @@ WHERE q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FRO
     AND NOT ({{leased}}) AND (({{stalled}}) OR ({{delayed}}))
 RETURNING q.item_key
 
--- statement: admin.removeKeys
--- params: queue, keys
--- use: which_rows = any_rows
--- Deletes :keys whatever their state; returns the keys deleted.
-WITH {{lock_named}}
-{{delete_completed}}
-RETURNING q.item_key
-
 -- statement: admin.purgeCompleted
 -- params: queue, purge_limit
 -- Deletes the oldest completed items.

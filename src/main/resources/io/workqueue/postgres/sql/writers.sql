@@ -154,6 +154,8 @@ WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
 -- statement: removeKeys
 -- params: queue, keys
 -- use: which_rows = any_rows
--- Deletes the items, whatever their state.
+-- Deletes the items, whatever their state; returns the keys deleted (the queue counts them, the
+-- admin lists them).
 WITH {{lock_named}}
 {{delete_completed}}
+RETURNING q.item_key
