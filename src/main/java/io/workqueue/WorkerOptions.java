@@ -26,6 +26,7 @@ public final class WorkerOptions {
     private static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
     private static final Duration DEFAULT_POLL = Duration.ofSeconds(1);
     private static final int DEFAULT_CLAIM_BATCH = 100;
+    private static final Duration FIRST_BACKOFF = Duration.ofSeconds(1);
     private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
 
     private final int concurrency;
@@ -92,9 +93,27 @@ public final class WorkerOptions {
      * @return the delay before the item is due again, between one second and five minutes
      */
     public static Duration exponentialBackoff(int attempts) {
-        int exponent = Math.max(0, Math.min(attempts - 1, 16));
-        Duration delay = Duration.ofSeconds(1L << exponent);
-        return delay.compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : delay;
+        return Durations.doubled(attempts, FIRST_BACKOFF, MAX_BACKOFF);
+    }
+
+    /**
+     * A back-off that starts at {@code first} after the first attempt and doubles with each attempt
+     * after that, never more than {@code max}: {@link #exponentialBackoff(int)} is this with one
+     * second and five minutes. For {@link Builder#backoff}.
+     *
+     * @param first the delay after the first attempt; positive
+     * @param max   the longest delay; at least {@code first}
+     * @return the back-off function: from an item's attempts (1 after the first claim; zero or
+     *         less is taken as 1) to its delay
+     * @throws InvalidConfigException if {@code first} is not positive or {@code max} is shorter
+     */
+    public static IntFunction<Duration> exponentialBackoff(Duration first, Duration max) {
+        Duration from = requirePositive("first", first);
+        if (max == null || max.compareTo(from) < 0) {
+            throw new InvalidConfigException("max must be at least first (" + first + ") but was " + max);
+        }
+        Duration to = Durations.capped(max);
+        return attempts -> Durations.doubled(attempts, from, to);
     }
 
     /**
@@ -186,10 +205,7 @@ public final class WorkerOptions {
     }
 
     private static Duration requirePositive(String field, @Nullable Duration value) {
-        if (value == null || value.isZero() || value.isNegative()) {
-            throw new InvalidConfigException(field + " must be positive but was " + value);
-        }
-        return value;
+        return Durations.requirePositive(field, value, InvalidConfigException::new);
     }
 
     /**

@@ -1,9 +1,13 @@
 package io.workqueue.internal;
 
+import io.workqueue.internal.base.Durations;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
-/** Jittered exponential back-off for loops that outlive a database outage. */
+/**
+ * Jittered exponential back-off for loops that outlive a database outage: the one doubling rule
+ * ({@link Durations#doubled}, which items' back-off uses too), drawn from its upper half. Stateless.
+ */
 public final class Backoff {
     /** The first delay of a claim loop after a transient failure. */
     public static final Duration MIN = Duration.ofMillis(100);
@@ -19,7 +23,7 @@ public final class Backoff {
      */
     static Duration jittered(int attempt, Duration min, Duration max) {
         long minMillis = min.toMillis();
-        long ceiling = Math.min(max.toMillis(), minMillis << Math.min(Math.max(attempt - 1, 0), 20));
+        long ceiling = Durations.doubled(attempt, min, max).toMillis();
         long jittered = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
         return Duration.ofMillis(Math.max(minMillis, jittered));
     }

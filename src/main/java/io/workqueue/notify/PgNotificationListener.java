@@ -480,10 +480,7 @@ public final class PgNotificationListener {
 
         /** {@code value} capped, if positive; else refused, naming {@code field}. */
         private static Duration positive(String field, @Nullable Duration value) {
-            if (value == null || value.isNegative() || value.isZero()) {
-                throw new InvalidConfigException(field + " must be positive but was " + value);
-            }
-            return Durations.capped(value);
+            return Durations.capped(Durations.requirePositive(field, value, InvalidConfigException::new));
         }
     }
 }

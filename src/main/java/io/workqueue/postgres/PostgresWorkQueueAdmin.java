@@ -6,9 +6,7 @@ import static io.workqueue.postgres.Rows.ofMicros;
 
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
-import io.r2dbc.spi.Result;
 import io.r2dbc.spi.Row;
-import io.r2dbc.spi.Statement;
 import io.workqueue.InvalidConfigException;
 import io.workqueue.ItemPage;
 import io.workqueue.ItemState;
@@ -17,11 +15,9 @@ import io.workqueue.QueueItem;
 import io.workqueue.QueueSummary;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
-import io.workqueue.UnsupportedDialectException;
 import io.workqueue.WorkQueueAdmin;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.internal.base.CodePointOrder;
-import io.workqueue.internal.SqlStates;
 import io.workqueue.internal.Throwables;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -37,39 +33,33 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
-import reactor.util.retry.Retry;
 
 /**
  * The PostgreSQL implementation of {@link WorkQueueAdmin}. Build it through
- * {@link WorkQueueAdmin#builder}; {@link #create} is public only so that the builder in the API
- * package can reach it. Each operation borrows a connection for one statement and gives it back on
- * completion, error and cancellation. Thread-safe.
+ * {@link WorkQueueAdmin#builder}. Each operation borrows a connection for one statement and gives
+ * it back on completion, error and cancellation ({@link Database}, as the queue does). Thread-safe.
  */
 public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
-    private static final Logger log = LoggerFactory.getLogger(PostgresWorkQueueAdmin.class);
     /** How many queues' stats {@link #queues()} reads at once. */
     private static final int STATS_CONCURRENCY = 2;
     /** Decoding errors are bounded like last errors, so one pathological message cannot flood a page. */
     private static final int MAX_ERROR_LENGTH = PostgresWorkQueue.MAX_ERROR_LENGTH;
 
-    private final ConnectionFactory connectionFactory;
     private final String tablePrefix;
     private final Map<String, QueueSettings> queues;
-    private final int writeAttempts;
-    private final Sql.Inspection sql;
+    private final InspectionSql sql;
+    private final Database database;
 
     private PostgresWorkQueueAdmin(ConnectionFactory connectionFactory, String tablePrefix,
             Map<String, QueueSettings> queues, int writeAttempts) {
-        this.connectionFactory = connectionFactory;
         this.tablePrefix = tablePrefix;
         this.queues = queues;
-        this.writeAttempts = writeAttempts;
-        this.sql = new Sql.Inspection(tablePrefix);
+        this.sql = new InspectionSql(tablePrefix);
+        this.database = Database.of(connectionFactory, Schedulers.parallel(), "table " + sql.table, tablePrefix,
+                writeAttempts, () -> {});
     }
 
     /**
@@ -83,11 +73,7 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
             List<QueueSettings> settings, int writeAttempts) {
         Objects.requireNonNull(connectionFactory, "connectionFactory");
         Objects.requireNonNull(tablePrefix, "tablePrefix");
-        String product = connectionFactory.getMetadata().getName();
-        if (!"PostgreSQL".equalsIgnoreCase(product)) {
-            throw new UnsupportedDialectException("reactive-workqueue runs on PostgreSQL only, but the connection"
-                    + " factory reports " + product + " (" + connectionFactory.getClass().getName() + ")");
-        }
+        Database.requirePostgres(connectionFactory);
         Map<String, QueueSettings> byName = new LinkedHashMap<>();
         for (QueueSettings queue : settings) {
             if (!queue.tablePrefix().equals(tablePrefix)) {
@@ -138,8 +124,8 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
 
     @Override
     public Flux<QueueSummary> queues() {
-        return Flux.defer(() -> inConnection(connection -> Flux.from(connection.createStatement(sql.queueNames).execute())
-                        .concatMap(result -> result.map((row, meta) -> Objects.requireNonNull(row.get(0, String.class))))
+        return Flux.defer(() -> database.inConnection(connection -> Flux.from(sql.queueNames.on(connection).execute())
+                        .concatMap(result -> result.map((row, meta) -> Objects.requireNonNull(row.get("queue_name", String.class))))
                         .collectList())
                 .flatMapMany(present -> {
                     Set<String> names = new TreeSet<>(CodePointOrder::compare);
@@ -161,7 +147,7 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
             if (settings != null && settings.queue() != null) {
                 return settings.queue().stats();
             }
-            return inConnection(connection -> StatsRead.on(connection, sql.stats, queue, maxAttempts(queue)));
+            return StatsRead.of(database, sql.stats, queue, maxAttempts(queue));
         });
     }
 
@@ -175,22 +161,20 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
             }
             boolean completed = state == ItemState.COMPLETED;
             Cursor cursor = Cursor.parse(after, completed);
-            return inConnection(connection -> {
-                Statement statement = connection.createStatement(pageSql(state))
-                        .bind(0, queue)
-                        .bind(1, maxAttempts(queue));
+            return database.inConnection(connection -> {
+                SqlStatement.Bound statement = pageSql(state).on(connection)
+                        .bind("queue", queue)
+                        .bind("attempt_limit", maxAttempts(queue))
+                        .bindNullable("after_key", cursor == null ? null : cursor.key(), String.class)
+                        .bind("page_size", limit)
+                        .bind("scan_budget", SCAN_BUDGET);
                 if (completed) {
-                    bindOrNull(statement, 2, cursor == null ? null : cursor.position(), Long.class);
-                    bindOrNull(statement, 3, cursor == null ? null : cursor.key(), String.class);
-                    statement.bind(4, limit).bind(5, SCAN_BUDGET);
+                    statement.bindNullable("completed_at", cursor == null ? null : cursor.position(), Long.class);
                 } else {
-                    bindOrNull(statement, 2, cursor == null ? null : cursor.priority(), Integer.class);
-                    bindOrNull(statement, 3, cursor == null ? null : cursor.position(), Long.class);
-                    bindOrNull(statement, 4, cursor == null ? null : cursor.key(), String.class);
-                    // The bands after the last page's band; bigint, so "below the lowest int" is expressible.
-                    statement.bind(5, cursor == null ? (long) Integer.MAX_VALUE : cursor.priority() - 1L)
-                            .bind(6, limit)
-                            .bind(7, SCAN_BUDGET);
+                    statement.bindNullable("band", cursor == null ? null : cursor.priority(), Integer.class)
+                            .bindNullable("available", cursor == null ? null : cursor.position(), Long.class)
+                            // The bands after the last page's band; bigint, so "below the lowest int" is expressible.
+                            .bind("next_bands", cursor == null ? (long) Integer.MAX_VALUE : cursor.priority() - 1L);
                 }
                 return Flux.from(statement.execute())
                         .concatMap(result -> result.map((row, meta) -> pageRow(queue, row)))
@@ -199,7 +183,7 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
         });
     }
 
-    private String pageSql(ItemState state) {
+    private SqlStatement pageSql(ItemState state) {
         return switch (state) {
             case READY -> sql.readyPage;
             case DELAYED -> sql.delayedPage;
@@ -232,10 +216,10 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
         return Mono.defer(() -> {
             Objects.requireNonNull(queue, "queue");
             Objects.requireNonNull(storedKey, "storedKey");
-            return inConnection(connection -> Flux.from(connection.createStatement(sql.item)
-                            .bind(0, queue)
-                            .bind(1, maxAttempts(queue))
-                            .bind(2, storedKey)
+            return database.inConnection(connection -> Flux.from(sql.item.on(connection)
+                            .bind("queue", queue)
+                            .bind("attempt_limit", maxAttempts(queue))
+                            .bind("key", storedKey)
                             .execute())
                     .concatMap(result -> result.map((row, meta) -> item(queue, row)))
                     .next());
@@ -303,10 +287,10 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
             if (keys.length == 0) {
                 return Mono.just(List.<String>of());
             }
-            return writeReturningKeys(connection -> connection.createStatement(sql.retryKeys)
-                    .bind(0, queue)
-                    .bind(1, maxAttempts(queue))
-                    .bind(2, keys));
+            return writeReturningKeys(connection -> sql.retryKeys.on(connection)
+                    .bind("queue", queue)
+                    .bind("attempt_limit", maxAttempts(queue))
+                    .bind("keys", keys));
         });
     }
 
@@ -318,9 +302,9 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
             if (keys.length == 0) {
                 return Mono.just(List.<String>of());
             }
-            return writeReturningKeys(connection -> connection.createStatement(sql.removeKeys)
-                    .bind(0, queue)
-                    .bind(1, keys));
+            return writeReturningKeys(connection -> sql.removeKeys.on(connection)
+                    .bind("queue", queue)
+                    .bind("keys", keys));
         });
     }
 
@@ -331,19 +315,19 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
             if (limit < 1 || limit > MAX_PURGE_BATCH) {
                 throw new IllegalArgumentException("limit must be 1 to " + MAX_PURGE_BATCH + " but was " + limit);
             }
-            return withRetries(inConnection(connection -> Flux.from(connection.createStatement(sql.purgeCompleted)
-                            .bind(0, queue)
-                            .bind(1, limit)
+            return database.withRetries(database.inConnection(connection -> Flux.from(sql.purgeCompleted.on(connection)
+                            .bind("queue", queue)
+                            .bind("purge_limit", limit)
                             .execute())
-                    .concatMap(Result::getRowsUpdated)
+                    .concatMap(result -> result.getRowsUpdated())
                     .reduce(0L, Long::sum)));
         });
     }
 
     /** Runs a lock-ordered action whose rows are its {@code RETURNING item_key}, and sorts them in key order. */
-    private Mono<List<String>> writeReturningKeys(Function<Connection, Statement> statement) {
-        return withRetries(inConnection(connection -> Flux.from(statement.apply(connection).execute())
-                        .concatMap(result -> result.map((row, meta) -> Objects.requireNonNull(row.get(0, String.class))))
+    private Mono<List<String>> writeReturningKeys(Function<Connection, SqlStatement.Bound> statement) {
+        return database.withRetries(database.inConnection(connection -> Flux.from(statement.apply(connection).execute())
+                        .concatMap(result -> result.map((row, meta) -> Objects.requireNonNull(row.get("item_key", String.class))))
                         .collectList()))
                 .map(keys -> {
                     List<String> sorted = new ArrayList<>(keys);
@@ -375,33 +359,6 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
     private int maxAttempts(String queue) {
         QueueSettings settings = queues.get(queue);
         return settings == null ? 0 : settings.maxAttempts();
-    }
-
-    private <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
-        // Cancelled mid-statement: cancelled on the server too, and the connection not reused.
-        return Mono.usingWhen(connectionFactory.create(), work, Connection::close,
-                (connection, error) -> connection.close(),
-                connection -> Connections.abandon(connection, Schedulers.parallel(), "(admin)"));
-    }
-
-    /** Runs an action again, on a fresh connection, only when PostgreSQL asks for it (40001, 40P01). */
-    private <T> Mono<T> withRetries(Mono<T> write) {
-        if (writeAttempts <= 1) {
-            return write;
-        }
-        return write.retryWhen(Retry.max(writeAttempts - 1L)
-                .filter(SqlStates::isWriteRetryable)
-                .doBeforeRetry(signal -> log.warn("admin action on table {} hit SQLSTATE {}; retrying (attempt {} of {})",
-                        sql.table, SqlStates.sqlState(signal.failure()), signal.totalRetries() + 2, writeAttempts))
-                .onRetryExhaustedThrow((spec, signal) -> signal.failure()));
-    }
-
-    private static <T> void bindOrNull(Statement statement, int index, @Nullable T value, Class<T> type) {
-        if (value == null) {
-            statement.bindNull(index, type);
-        } else {
-            statement.bind(index, value);
-        }
     }
 
     private static @Nullable Duration ofMicrosOrNull(@Nullable Long micros) {

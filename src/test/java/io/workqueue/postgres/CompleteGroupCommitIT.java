@@ -163,7 +163,7 @@ class CompleteGroupCommitIT {
         queue.enqueueKeys("done").block(WAIT);
         assertEquals(1L, queue.complete("done").block(WAIT));
         for (boolean deleteOnComplete : new boolean[] {false, true}) {
-            String statement = new Sql(prefix, deleteOnComplete).completeKeys;
+            String statement = new Sql(prefix, deleteOnComplete).completeKeys.text();
             Optional<String[]> completedKeys = Mono.usingWhen(TestDatabase.pool().create(),
                             c -> Mono.from(c.createStatement(statement)
                                             .bind(0, queue.name())

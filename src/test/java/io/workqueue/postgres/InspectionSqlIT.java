@@ -19,7 +19,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The admin's statements ({@link Sql.Inspection}) are planned by the real server, decide each state
+ * The admin's statements ({@link InspectionSql}) are planned by the real server, decide each state
  * with the very predicate the claim and the stats read use, and reach their rows through the index
  * meant for them whatever the statistics say: a listing never scans the table, an action locks its
  * keys through the primary key.
@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 class InspectionSqlIT {
     private static String prefix;
     private static String table;
-    private static Sql.Inspection sql;
+    private static InspectionSql sql;
     private static String queue;
 
     @BeforeAll
@@ -36,7 +36,7 @@ class InspectionSqlIT {
         // tempts a planner into walking the wrong index or the whole table.
         prefix = TestDatabase.createTable();
         table = prefix + "_work_queue_items";
-        sql = new Sql.Inspection(prefix);
+        sql = new InspectionSql(prefix);
         queue = TestDatabase.uniqueName("inspect");
         TestDatabase.queryStrings("INSERT INTO " + table + " (queue_name, item_key, priority, attempts, completed_at)"
                         + " SELECT CASE WHEN i % 5 = 0 THEN 'other-' || (i % 3) ELSE $1 END, 'k' || i, i % 4, i % 7,"
@@ -73,16 +73,16 @@ class InspectionSqlIT {
 
     private static String statement(String field) {
         try {
-            return (String) Sql.Inspection.class.getDeclaredField(field).get(sql);
+            return ((SqlStatement) InspectionSql.class.getDeclaredField(field).get(sql)).text();
         } catch (ReflectiveOperationException e) {
-            throw new AssertionError("Sql.Inspection has no statement " + field, e);
+            throw new AssertionError("InspectionSql has no statement " + field, e);
         }
     }
 
     @Test
     void everyStatementFieldIsCoveredHere() {
-        Set<String> fields = Arrays.stream(Sql.Inspection.class.getDeclaredFields())
-                .filter(f -> f.getType() == String.class && !Modifier.isStatic(f.getModifiers()))
+        Set<String> fields = Arrays.stream(InspectionSql.class.getDeclaredFields())
+                .filter(f -> f.getType() == SqlStatement.class && !Modifier.isStatic(f.getModifiers()))
                 .map(Field::getName)
                 .filter(name -> !name.equals("table"))
                 .collect(Collectors.toCollection(TreeSet::new));
@@ -103,23 +103,24 @@ class InspectionSqlIT {
     @Test
     void theStatesAreThePredicatesClaimsAndStatsUse() {
         Sql queueSql = new Sql(prefix, false);
-        assertTrue(queueSql.claimDue.contains(Sql.DUE));
+        assertTrue(queueSql.claimDue.text().contains(Sql.DUE));
         for (String predicate : List.of(Sql.DUE, Sql.LEASED, Sql.STALLED)) {
-            assertTrue(queueSql.stats.contains("FILTER (WHERE " + predicate + ")"), predicate);
+            assertTrue(queueSql.stats.text().contains("FILTER (WHERE " + predicate + ")"), predicate);
         }
         // Completed is counted apart (up to a limit, through the reap index), by the same predicate.
-        assertTrue(queueSql.stats.contains("AND " + Sql.COMPLETED), Sql.COMPLETED);
-        assertTrue(queueSql.readyLongerThan.contains(Sql.DUE) && queueSql.readyLongerThan.contains(Sql.READY_SINCE),
+        assertTrue(queueSql.stats.text().contains("AND " + Sql.COMPLETED), Sql.COMPLETED);
+        assertTrue(queueSql.readyLongerThan.text().contains(Sql.DUE) && queueSql.readyLongerThan.text().contains(Sql.READY_SINCE),
                 "the health check asks the claim's own question");
-        assertTrue(queueSql.stats.contains("min(" + Sql.READY_SINCE + ")"), "and the age it measures is the stats'");
-        assertEquals(queueSql.stats, sql.stats, "the admin's stats read is the queue's");
+        assertTrue(queueSql.stats.text().contains("min(" + Sql.READY_SINCE + ")"), "and the age it measures is the stats'");
+        assertEquals(queueSql.stats.text(), sql.stats.text(), "the admin's stats read is the queue's");
+        assertEquals(queueSql.removeKeys.text(), sql.removeKeys.text(), "and its remove is the queue's");
         Map<String, String> pages = Map.of("readyPage", Sql.DUE, "delayedPage", Sql.DELAYED, "leasedPage", Sql.LEASED,
                 "stalledPage", Sql.STALLED, "completedPage", Sql.COMPLETED);
         pages.forEach((field, predicate) -> assertTrue(statement(field).contains("(" + predicate + ") AS wanted"), field));
         for (String predicate : List.of(Sql.DUE, Sql.DELAYED, Sql.LEASED, Sql.STALLED, Sql.COMPLETED)) {
-            assertTrue(sql.item.contains("(" + predicate + ") AS is_"), predicate);
+            assertTrue(sql.item.text().contains("(" + predicate + ") AS is_"), predicate);
         }
-        assertTrue(sql.retryKeys.contains("NOT (" + Sql.LEASED + ") AND ((" + Sql.STALLED + ") OR (" + Sql.DELAYED + "))"));
+        assertTrue(sql.retryKeys.text().contains("NOT (" + Sql.LEASED + ") AND ((" + Sql.STALLED + ") OR (" + Sql.DELAYED + "))"));
     }
 
     @Test

@@ -27,11 +27,21 @@ final class Plans {
         return explained("EXPLAIN ", statement, Duration.ofSeconds(30), binds);
     }
 
+    /** The plan of {@code statement} with these binds, in the order of its parameters. */
+    static List<String> explain(SqlStatement statement, Object... binds) {
+        return explain(statement.text(), binds);
+    }
+
     /**
      * How many shared buffers {@code statement} touched (hit or read) when run with these binds,
      * from {@code EXPLAIN (ANALYZE, BUFFERS)}: a measure of its cost that, unlike a timing, does
      * not depend on the machine or on what else runs. Runs the statement, so only for reads.
      */
+    static long buffersTouched(SqlStatement statement, Object... binds) {
+        return buffersTouched(statement.text(), binds);
+    }
+
+    /** {@link #buffersTouched(SqlStatement, Object...)} of a statement's text. */
     static long buffersTouched(String statement, Object... binds) {
         List<String> plan = explained("EXPLAIN (ANALYZE, BUFFERS) ", statement, Duration.ofSeconds(60), binds);
         // The top node's line counts everything beneath it, subplans included; it comes first.
@@ -72,6 +82,11 @@ final class Plans {
      * applies from the first run), planned under {@code plan_cache_mode = force_generic_plan}, and
      * explained for the literal arguments {@code arguments}.
      */
+    static List<String> genericPlan(SqlStatement statement, String parameterTypes, String arguments) {
+        return genericPlan(statement.text(), parameterTypes, arguments);
+    }
+
+    /** {@link #genericPlan(SqlStatement, String, String)} of a statement's text. */
     static List<String> genericPlan(String statement, String parameterTypes, String arguments) {
         return Mono.usingWhen(TestDatabase.plain().create(),
                         // Dollar-quoted inside a DO block, the statement's $n are text to the driver,

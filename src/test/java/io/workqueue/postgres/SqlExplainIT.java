@@ -71,7 +71,7 @@ class SqlExplainIT {
 
     private static String statement(Sql of, String field) {
         try {
-            return (String) Sql.class.getDeclaredField(field).get(of);
+            return ((SqlStatement) Sql.class.getDeclaredField(field).get(of)).text();
         } catch (ReflectiveOperationException e) {
             throw new AssertionError("Sql has no statement " + field, e);
         }
@@ -80,7 +80,7 @@ class SqlExplainIT {
     @Test
     void everyStatementFieldOfSqlIsCoveredHere() {
         Set<String> fields = Arrays.stream(Sql.class.getDeclaredFields())
-                .filter(f -> f.getType() == String.class && !Modifier.isStatic(f.getModifiers()))
+                .filter(f -> f.getType() == SqlStatement.class && !Modifier.isStatic(f.getModifiers()))
                 .map(Field::getName)
                 .filter(name -> !name.equals("table") && !name.equals("queuesTable"))
                 .collect(Collectors.toCollection(TreeSet::new));
@@ -98,10 +98,10 @@ class SqlExplainIT {
 
     @Test
     void onlyTheEnqueueTheCallerAsksForNotifiesInItsTransaction() {
-        assertTrue(sql.enqueueNotifying.contains("pg_notify($5::text"));
-        assertFalse(sql.enqueue.contains("pg_notify"));
-        assertFalse(sql.enqueueInTransaction.contains("pg_notify"));
-        assertTrue(sql.enqueueInTransaction.contains("pg_current_xact_id()"));
+        assertTrue(sql.enqueueNotifying.text().contains("pg_notify($5::text"));
+        assertFalse(sql.enqueue.text().contains("pg_notify"));
+        assertFalse(sql.enqueueInTransaction.text().contains("pg_notify"));
+        assertTrue(sql.enqueueInTransaction.text().contains("pg_current_xact_id()"));
     }
 
     /** The notifier's statements name no table, so they are static, and planned here. */
@@ -113,7 +113,8 @@ class SqlExplainIT {
             assertFalse(explain(Sql.NOTIFIER_TICK, "chan", new String[0], notify).isEmpty());
         }
         // Its own commit, asynchronous: the notify lock is not held through a WAL flush.
-        assertTrue(Sql.NOTIFIER_TICK.contains("set_config('synchronous_commit', 'off', true)"), Sql.NOTIFIER_TICK);
+        assertTrue(Sql.NOTIFIER_TICK.text().contains("set_config('synchronous_commit', 'off', true)"),
+                Sql.NOTIFIER_TICK.text());
     }
 
     @Test

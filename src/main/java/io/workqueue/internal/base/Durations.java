@@ -1,6 +1,7 @@
 package io.workqueue.internal.base;
 
 import java.time.Duration;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -27,8 +28,9 @@ public final class Durations {
      * {@link #MIN_LEASE}. Every lease the library takes passes this one check.
      */
     public static @Nullable String leaseProblem(@Nullable Duration lease) {
-        if (lease == null || lease.isZero() || lease.isNegative()) {
-            return "lease must be positive but was " + lease;
+        String notPositive = positiveProblem("lease", lease);
+        if (notPositive != null || lease == null) {
+            return notPositive;
         }
         if (lease.compareTo(MIN_LEASE) < 0) {
             return "lease must be at least 1 microsecond, the database clock's resolution, but was " + lease;
@@ -48,6 +50,32 @@ public final class Durations {
             throw new IllegalArgumentException(problem);
         }
         return lease;
+    }
+
+    /**
+     * What is wrong with {@code value} as a positive duration named {@code name}, or {@code null} if
+     * nothing is: the one wording of the check every positive setting and argument passes.
+     */
+    public static @Nullable String positiveProblem(String name, @Nullable Duration value) {
+        return value == null || value.isZero() || value.isNegative() ? name + " must be positive but was " + value : null;
+    }
+
+    /**
+     * {@code value}, if it is positive; else {@code error} of {@link #positiveProblem}'s message is
+     * thrown: an {@link IllegalArgumentException} for an argument checked at subscription, an
+     * {@code InvalidConfigException} for a setting.
+     */
+    public static Duration requirePositive(String name, @Nullable Duration value,
+            Function<String, ? extends RuntimeException> error) {
+        if (value == null || value.isZero() || value.isNegative()) {
+            throw error.apply(name + " must be positive but was " + value);
+        }
+        return value;
+    }
+
+    /** {@link #requirePositive(String, Duration, Function)} throwing {@link IllegalArgumentException}. */
+    public static Duration requirePositive(String name, @Nullable Duration value) {
+        return requirePositive(name, value, IllegalArgumentException::new);
     }
 
     /**
@@ -81,5 +109,19 @@ public final class Durations {
         }
         Duration bounded = capped(duration);
         return bounded.getSeconds() * 1_000_000L + bounded.getNano() / 1_000;
+    }
+
+    /**
+     * The one exponential back-off rule: {@code first} doubled for each attempt after the first
+     * ({@code attempt} is 1-based; zero or less counts as 1), never more than {@code max}. Compares
+     * before it multiplies, so a long delay cannot overflow.
+     */
+    public static Duration doubled(int attempt, Duration first, Duration max) {
+        int doublings = Math.max(0, attempt - 1);
+        Duration delay = first;
+        for (int i = 0; i < doublings && delay.compareTo(max) < 0; i++) {
+            delay = delay.multipliedBy(2);
+        }
+        return delay.compareTo(max) > 0 ? max : delay;
     }
 }

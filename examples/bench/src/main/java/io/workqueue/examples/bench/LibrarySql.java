@@ -2,6 +2,7 @@ package io.workqueue.examples.bench;
 
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
+import java.lang.reflect.Method;
 import java.time.Duration;
 
 /**
@@ -73,9 +74,13 @@ final class LibrarySql {
         return field.get(null);
     }
 
+    /** The text the driver receives of the statement in field {@code name} (an {@code SqlStatement}). */
     private static String field(Object sql, String name) throws ReflectiveOperationException {
         Field field = sql.getClass().getDeclaredField(name);
         field.setAccessible(true);
-        return (String) field.get(sql);
+        Object statement = field.get(sql);
+        Method text = statement.getClass().getDeclaredMethod("text");
+        text.setAccessible(true);
+        return (String) text.invoke(statement);
     }
 }

@@ -1,0 +1,136 @@
+package io.workqueue.postgres;
+
+import static io.workqueue.postgres.Rows.longValue;
+
+import io.workqueue.WorkQueueConfig;
+import io.workqueue.internal.GroupCommit;
+import io.workqueue.internal.QueueMetrics;
+import io.workqueue.internal.base.Durations;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.function.UnaryOperator;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * The queue's writers that wait for row locks: complete (group-committed), release, remove, and
+ * the hand-back of a claim nobody took. Every one takes its locks in primary-key order (writers.sql,
+ * "lock_named"), so overlapping batches queue instead of deadlocking. Keys arrive encoded, vetted
+ * and distinct. Thread-safe.
+ */
+final class KeyWriters {
+    /** Last errors are bounded so one pathological exception message cannot bloat the table. */
+    static final int MAX_ERROR_LENGTH = 1024;
+
+    private final WorkQueueConfig config;
+    private final Database database;
+    private final Sql sql;
+    private final QueueMetrics metrics;
+    private final GroupCommit<String[], Long> completions;
+
+    KeyWriters(WorkQueueConfig config, Database database, Sql sql, QueueMetrics metrics, Scheduler timer) {
+        this.config = config;
+        this.database = database;
+        this.sql = sql;
+        this.metrics = metrics;
+        // Weighed by the keys a call names, before merging: what a write's size grows with.
+        this.completions = new GroupCommit<>(config.name(), "complete", this::completeMerged,
+                keys -> keys.length, config.maxWriteBatch(), config.writeTimeout(), timer,
+                GroupCommit.WriteListener.NONE);
+    }
+
+    /** Completes the keys, group-committed with every other caller's; emits how many it completed. */
+    Mono<Long> complete(String[] encoded) {
+        return encoded.length == 0 ? Mono.just(0L) : completions.submit(encoded);
+    }
+
+    /**
+     * The complete group commit's write: one lock-ordered statement for every caller's keys. Each
+     * completed key is credited to the first caller that named it, so counts stay per call.
+     */
+    private Mono<List<Long>> completeMerged(List<String[]> callers) {
+        String[] union = MergedKeys.union(callers);
+        return database.withRetries(database.inConnection(connection -> Flux.from(sql.completeKeys.on(connection)
+                                .bind("queue", config.name())
+                                .bind("keys", union)
+                                .execute())
+                        .concatMap(result -> result.map((row, meta) -> {
+                            long count = longValue(row.get("completed", Long.class));
+                            String[] some = row.get("completed_keys", String[].class);
+                            metrics.requeuedDuringLease(longValue(row.get("rearmed", Long.class)));
+                            // Null: every key named was completed (MergedKeys checks it against the count).
+                            return MergedKeys.credit(callers, count, some == null ? null : new HashSet<>(Arrays.asList(some)));
+                        }))
+                        .single()))
+                .doOnNext(counts -> metrics.completed(counts.stream().mapToLong(Long::longValue).sum()));
+    }
+
+    /** Releases the keys: lease dropped, available after {@code delay}, {@code cause} recorded. */
+    Mono<Long> release(Duration delay, @Nullable Throwable cause, String[] encoded) {
+        return Mono.defer(() -> {
+            long delayMicros = Durations.micros(delay);
+            String error = describe(cause);
+            return write(encoded, sql.releaseKeys, statement -> statement
+                    .bind("delay", delayMicros)
+                    .bindNullable("last_error", error, String.class))
+                    .doOnNext(metrics::released);
+        });
+    }
+
+    /** Deletes the keys, whatever their state. */
+    Mono<Long> remove(String[] encoded) {
+        return Mono.defer(() -> write(encoded, sql.removeKeys, statement -> statement)).doOnNext(metrics::removed);
+    }
+
+    /**
+     * Undoes a claim of the keys: each lease goes back to what it was before the claim
+     * ({@code priorLeases}) and the attempt it gave ({@code attempts}) is not counted; only where
+     * that claim is still the row's latest.
+     */
+    Mono<Long> handBack(String[] encoded, Integer[] attempts, Integer[] priorLeases) {
+        return Mono.defer(() -> write(encoded, sql.handBackKeys,
+                statement -> statement.bind("attempts", attempts).bind("prior_leases", priorLeases)));
+    }
+
+    /** Flushes the completions waiting for the group commit. */
+    Mono<Void> flush() {
+        return completions.flush();
+    }
+
+    /**
+     * Runs one of the lock-ordered key writers: the queue, the keys, further parameters bound by
+     * {@code bindRest}. The statement orders its own locks, so the client's order does not matter.
+     */
+    private Mono<Long> write(String[] encoded, SqlStatement statement, UnaryOperator<SqlStatement.Bound> bindRest) {
+        if (encoded.length == 0) {
+            return Mono.just(0L);
+        }
+        return database.withRetries(database.inConnection(connection -> Database.rowsUpdated(bindRest.apply(
+                statement.on(connection).bind("queue", config.name()).bind("keys", encoded)))));
+    }
+
+    /** A cause as a last error: its message (or type), bounded, without NUL. */
+    static @Nullable String describe(@Nullable Throwable cause) {
+        if (cause == null) {
+            return null;
+        }
+        String message;
+        try {
+            message = cause.getMessage();
+        } catch (RuntimeException e) {
+            message = null; // a hostile exception; its type still says something
+        }
+        if (message == null) {
+            message = cause.getClass().getName();
+        }
+        // Bounded by code points so a surrogate pair is never split into an invalid string.
+        if (message.codePointCount(0, message.length()) > MAX_ERROR_LENGTH) {
+            message = message.substring(0, message.offsetByCodePoints(0, MAX_ERROR_LENGTH));
+        }
+        return message.replace('\0', '\uFFFD');
+    }
+}

@@ -1,0 +1,228 @@
+-- Claiming: a claim alone or after completing, from the head of the due index or from the
+-- instance's claim cursors (see ClaimCursors), and the look behind the cursors.
+
+-- param limit int: the most items to lease
+-- param lease bigint: its length in microseconds
+-- param bands int[]: the bands to read, highest first
+-- param band_starts bigint[]: where each band's read starts, microseconds since the epoch
+
+-- fragment: claim
+-- The claim, as the CTEs "due" and "leased" and the select that returns the leased items as one
+-- row of parallel arrays, aligned but not sorted (keys, priorities, attempts, the kind of lease
+-- each row had before: {{prior_lease_none}} none, {{prior_lease_lapsed}} lapsed,
+-- {{prior_lease_handed_back}} handed back; all null when nothing was leased) plus how many items
+-- the completing CTEs completed and re-armed (completed_count, rearmed_count). "due" is
+-- due_from_head or due_from_cursors. The LIMIT sits above the lock: SKIP LOCKED passes over rows
+-- other claimers hold and the scan carries on, so a claim gets a full batch while work remains.
+-- One row rather than a row per item: the driver's per-row path (a data row message through its
+-- reactive pipeline, a codec lookup per column) cost more client CPU than the claim's SQL saved;
+-- each array decodes in one step. The aggregates of one select see its rows in one sequence, so
+-- the arrays line up; the client sorts them into claim order.
+
+{{due_read}}
+-- One index scan of the primary key for the whole batch (the array is sorted and
+-- walked once), whatever a generic plan estimates: joining "due" row by row would
+-- also re-check each row against the array, quadratic in the batch.
+leased AS (
+    UPDATE {{table}} AS q
+    SET lease_until = now() + :lease::bigint * INTERVAL '1 microsecond',
+        attempts = q.attempts + 1
+    WHERE q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at
+)
+-- In no particular order, but every array in the same one (one aggregation sees the
+-- rows in one sequence): the client puts them in claim order, cheaper there than
+-- a sort per array here.
+SELECT
+    array_agg(l.item_key) AS keys,
+    array_agg(l.priority) AS priorities,
+    array_agg(l.attempts) AS attempts,
+    -- What the row's lease was before: a lease after the epoch was a real one that
+    -- lapsed (this is a reclaim); a claim handed back undone restores it.
+    array_agg(CASE WHEN d.lease_until > 'epoch' THEN {{prior_lease_lapsed}} WHEN d.lease_until = {{handed_back}} THEN {{prior_lease_handed_back}}
+        ELSE {{prior_lease_none}} END) AS prior_leases,
+    {{completed_count}} AS completed,
+    -- Where the claim ended, for the cursors: each item's availability, and now().
+    array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
+    (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
+    {{rearmed_count}} AS rearmed
+FROM leased AS l
+JOIN due AS d ON d.item_key = l.item_key
+
+-- fragment: due_from_head
+-- "due" read from the head of the due index, in exact claim order.
+
+due AS MATERIALIZED (
+    SELECT queue_name, item_key, lease_until
+    FROM {{table}}
+    WHERE queue_name = :queue::text AND {{due}} {{skip_completing}}
+    ORDER BY {{claim_order}}
+    LIMIT :limit::int
+    FOR UPDATE SKIP LOCKED
+),
+
+-- fragment: due_from_cursors
+-- "due" read band by band, each from its cursor.
+
+-- Each band from its cursor (:bands priorities, highest first; :band_starts where each band's
+-- read starts, in microseconds since the epoch): an index seek to the cursor, so the
+-- claim does not walk the history at the head of a band (see ClaimCursors). The
+-- nested loop keeps the bands' order and the outer LIMIT stops it, so no band locks
+-- more rows than the claim hands out.
+due AS MATERIALIZED (
+    SELECT d.queue_name, d.item_key, d.lease_until
+    FROM unnest(:bands::int[], :band_starts::bigint[]) AS band(priority, from_us)
+    CROSS JOIN LATERAL (
+        SELECT queue_name, item_key, lease_until
+        FROM {{table}}
+        WHERE queue_name = :queue::text AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND {{due}} {{skip_completing}}
+        ORDER BY available_at, item_key
+        LIMIT :limit::int
+        FOR UPDATE SKIP LOCKED
+    ) AS d
+    LIMIT :limit::int
+),
+
+-- fragment: claim_alone
+-- A claim that completes nothing: no extra condition, and nothing to count.
+
+
+-- fragment: zero
+-- The count of a claim that completes nothing.
+
+0::bigint
+
+-- fragment: skip_completed_keys
+-- After completing (:keys the keys, "done" the completing CTE): skip the keys being completed,
+-- since one statement sees one snapshot, in which they still look due; and gate the scan on
+-- "done", so it cannot start before the completion has run.
+
+AND item_key NOT IN (SELECT unnest(:keys::text[])) AND (SELECT count(*) FROM done) >= 0
+
+-- fragment: done_count
+-- How many items the completion completed.
+
+(SELECT count(*) FROM done)
+
+-- fragment: rearmed_count
+-- How many items the completion handed back to run once more.
+
+(SELECT count(*) FROM rearmed)
+
+-- fragment: complete_then_claim
+-- Completing, then claiming, in one statement and one transaction.
+
+-- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
+-- cannot start before "done" has run (its InitPlan gates the scan), so while this
+-- statement waits for a lock it holds no claimed row: no lock cycle. The claim
+-- skips the keys being completed: one statement sees one snapshot, in which they
+-- still look due.
+WITH {{completing}},
+{{claim}}
+
+-- statement: claimDue
+-- params: queue, attempt_limit, limit, lease
+-- use: due_read = due_from_head
+-- use: skip_completing = claim_alone
+-- use: completed_count = zero
+-- use: rearmed_count = zero
+-- A claim from the head of the due index, in exact claim order, for an instance that has no
+-- cursors to read from yet or too many bands for them.
+WITH {{claim}}
+
+-- statement: claimFromCursors
+-- params: queue, attempt_limit, limit, lease, bands, band_starts
+-- use: due_read = due_from_cursors
+-- use: skip_completing = claim_alone
+-- use: completed_count = zero
+-- use: rearmed_count = zero
+-- As claimDue, reading each band from its cursor.
+WITH {{claim}}
+
+-- statement: completeAndClaim
+-- params: queue, attempt_limit, limit, lease, keys
+-- use: which_rows = pending_rows
+-- use: done = mark_completed
+-- use: due_read = due_from_head
+-- use: skip_completing = skip_completed_keys
+-- use: completed_count = done_count
+-- use: rearmed_count = rearmed_count
+-- Completes :keys as completeKeys does, then claims as claimDue does.
+{{complete_then_claim}}
+
+-- statement: completeAndClaimFromCursors
+-- params: queue, attempt_limit, limit, lease, keys, bands, band_starts
+-- use: which_rows = pending_rows
+-- use: done = mark_completed
+-- use: due_read = due_from_cursors
+-- use: skip_completing = skip_completed_keys
+-- use: completed_count = done_count
+-- use: rearmed_count = rearmed_count
+-- As completeAndClaim, reading bands from cursors as claimFromCursors does.
+{{complete_then_claim}}
+
+-- statement: completeAndClaimDeleting
+-- params: queue, attempt_limit, limit, lease, keys
+-- use: which_rows = pending_rows
+-- use: done = delete_completed
+-- use: due_read = due_from_head
+-- use: skip_completing = skip_completed_keys
+-- use: completed_count = done_count
+-- use: rearmed_count = rearmed_count
+-- completeAndClaim for a queue that deletes on complete.
+{{complete_then_claim}}
+
+-- statement: completeAndClaimFromCursorsDeleting
+-- params: queue, attempt_limit, limit, lease, keys, bands, band_starts
+-- use: which_rows = pending_rows
+-- use: done = delete_completed
+-- use: due_read = due_from_cursors
+-- use: skip_completing = skip_completed_keys
+-- use: completed_count = done_count
+-- use: rearmed_count = rearmed_count
+-- completeAndClaimFromCursors for a queue that deletes on complete.
+{{complete_then_claim}}
+
+-- fragment: first_due
+-- The first due row of the queue in claim order, and of the bands {{below}} names: its priority
+-- and availability. One step of lookBehindCursors.
+
+SELECT priority, available_at
+FROM {{table}}
+WHERE queue_name = :queue::text{{below}} AND {{due}}
+ORDER BY {{claim_order}}
+LIMIT 1
+
+-- fragment: all_bands
+-- No band condition: the first due row of the whole queue.
+
+
+-- fragment: bands_below_found
+-- The bands below the one found last.
+
+ AND priority < found.priority
+
+-- statement: lookBehindCursors
+-- params: queue, attempt_limit
+-- The first due item of every band that has one, in claim order, locking nothing: where the
+-- claim cursors must be for nothing due to lie behind them (see ClaimCursors and CursorLook).
+-- One row: "priorities" and "first_due_us" (microseconds since the epoch), both null when
+-- nothing is due, and "now_us".
+-- Read only, and run only by a look, never by a caller's claim: it walks each band
+-- from its head, through whatever history a held horizon keeps there, to the band's
+-- first due item. One index descent per band that has something due: each step
+-- seeks to the bands below the one found last and stops at the first due item there.
+WITH RECURSIVE found AS (
+    ({{first_due with below = all_bands}})
+    UNION ALL
+    SELECT next.priority, next.available_at
+    FROM found
+    CROSS JOIN LATERAL (
+        {{first_due with below = bands_below_found}}
+    ) AS next
+)
+SELECT
+    array_agg(priority) AS priorities,
+    array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint) AS first_due_us,
+    (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us
+FROM found
