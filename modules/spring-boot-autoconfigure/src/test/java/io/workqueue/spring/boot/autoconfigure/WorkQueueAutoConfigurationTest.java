@@ -16,7 +16,7 @@ import io.workqueue.WorkerOptions;
 import io.workqueue.spring.boot.HandlesQueue;
 import io.workqueue.spring.boot.WorkQueueBuilderCustomizer;
 import io.workqueue.spring.boot.WorkQueueHandler;
-import io.workqueue.spring.boot.testing.TestDatabase;
+import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;

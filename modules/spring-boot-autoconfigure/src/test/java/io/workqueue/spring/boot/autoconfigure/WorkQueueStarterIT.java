@@ -11,7 +11,7 @@ import io.workqueue.WorkQueueMeters;
 import io.workqueue.migrations.WorkQueueMigrations;
 import io.workqueue.spring.boot.HandlesQueue;
 import io.workqueue.spring.boot.WorkQueueHandler;
-import io.workqueue.spring.boot.testing.TestDatabase;
+import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;

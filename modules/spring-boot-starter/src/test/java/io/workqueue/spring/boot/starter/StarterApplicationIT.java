@@ -9,7 +9,7 @@ import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.migrations.WorkQueueMigrations;
-import io.workqueue.spring.boot.testing.TestDatabase;
+import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;

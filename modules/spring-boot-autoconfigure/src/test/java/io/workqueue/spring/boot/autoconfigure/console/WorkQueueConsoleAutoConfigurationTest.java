@@ -5,7 +5,7 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
 import io.workqueue.spring.boot.autoconfigure.WorkQueueAutoConfiguration;
-import io.workqueue.spring.boot.testing.TestDatabase;
+import io.workqueue.testing.TestDatabase;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;

@@ -30,9 +30,15 @@ import reactor.core.publisher.Mono;
  * own server); else a Testcontainers {@code postgres:15} when a Docker daemon answers; else an
  * embedded PostgreSQL 15 started in-process from Maven artifacts. Tests isolate themselves with
  * unique table prefixes and queue names, so classes can share the server.
+ *
+ * <p>One source for the library's tests, the starter's and users' (it ships in
+ * {@code reactive-workqueue-test}, beside {@code WorkQueueTesting}). Its methods block: call them
+ * from a test's own thread. Thread-safe.
  */
 public final class TestDatabase {
     public static final String URL_VARIABLE = "WORKQUEUE_TEST_R2DBC_URL";
+    /** An R2DBC URL nothing listens on: for proving that nothing connects. */
+    public static final String UNREACHABLE_URL = "r2dbc:postgresql://postgres@127.0.0.1:1/test";
     private static final Logger log = LoggerFactory.getLogger(TestDatabase.class);
     private static final AtomicInteger COUNTER = new AtomicInteger();
 
@@ -104,6 +110,11 @@ public final class TestDatabase {
                         },
                         Connection::close)
                 .block(Duration.ofSeconds(30));
+    }
+
+    /** The single value of a query returning one row, as a string. */
+    public static String queryString(String sql, Object... binds) {
+        return queryStrings(sql, binds).get(0);
     }
 
     /** The single value of a query returning one number. */
