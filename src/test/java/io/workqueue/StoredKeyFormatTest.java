@@ -1,10 +1,12 @@
 package io.workqueue;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 import com.fasterxml.jackson.annotation.JsonSubTypes;
 import com.fasterxml.jackson.annotation.JsonTypeInfo;
 import com.fasterxml.jackson.annotation.JsonValue;
@@ -144,6 +146,70 @@ class StoredKeyFormatTest {
         }
     }
 
+    /** Components are creator properties; a derived getter is not, and Jackson 2 wrote it after them. */
+    record Area(int width, int height) {
+        public int getArea() {
+            return width * height;
+        }
+
+        public boolean isSquare() {
+            return width == height;
+        }
+    }
+
+    /** An annotated creator beside a getter the creator does not take. */
+    static final class Created {
+        private final String zeta;
+        private final int alpha;
+
+        @JsonCreator
+        Created(@JsonProperty("zeta") String zeta, @JsonProperty("alpha") int alpha) {
+            this.zeta = zeta;
+            this.alpha = alpha;
+        }
+
+        public String getZeta() {
+            return zeta;
+        }
+
+        public int getAlpha() {
+            return alpha;
+        }
+
+        public String getMiddle() {
+            return zeta + alpha;
+        }
+
+        public void setMiddle(String ignored) {
+            // derived: what a stored key says here is recomputed
+        }
+    }
+
+    @JsonPropertyOrder({"zulu", "alpha"})
+    record Ordered(String alpha, String mike, String zulu) {}
+
+    /** Accessors whose names Jackson 3 no longer takes for properties by default. */
+    static final class OddAccessors {
+        private String value;
+        private String under;
+
+        public String getvalue() {
+            return value;
+        }
+
+        public void setvalue(String value) {
+            this.value = value;
+        }
+
+        public String get_under() {
+            return under;
+        }
+
+        public void set_under(String under) {
+            this.under = under;
+        }
+    }
+
     private static final UUID ID = UUID.fromString("123e4567-e89b-12d3-a456-426614174000");
 
     private static <K, V> Map<K, V> inOrder(K k1, V v1, K k2, V v2) {
@@ -151,6 +217,13 @@ class StoredKeyFormatTest {
         map.put(k1, v1);
         map.put(k2, v2);
         return map;
+    }
+
+    private static OddAccessors oddAccessors() {
+        OddAccessors odd = new OddAccessors();
+        odd.setvalue("v");
+        odd.set_under("u");
+        return odd;
     }
 
     static Stream<Arguments> keys() {
@@ -197,6 +270,14 @@ class StoredKeyFormatTest {
                         "{\"count\":5,\"sku\":\"SKU-2\"}"),
                 Arguments.of(Dated.class, new Dated(new Date(1_700_000_000_123L)),
                         "{\"at\":1700000000123}"),
+                Arguments.of(Area.class, new Area(3, 2),
+                        "{\"height\":2,\"width\":3,\"area\":6,\"square\":false}"),
+                Arguments.of(Created.class, new Created("z", 1),
+                        "{\"alpha\":1,\"zeta\":\"z\",\"middle\":\"z1\"}"),
+                Arguments.of(Ordered.class, new Ordered("a", "m", "z"),
+                        "{\"zulu\":\"z\",\"alpha\":\"a\",\"mike\":\"m\"}"),
+                Arguments.of(OddAccessors.class, oddAccessors(),
+                        "{\"_under\":\"u\",\"value\":\"v\"}"),
                 Arguments.of(Bean.class, new Bean("https://example.com/x", 7, true, "z"),
                         "{\"active\":true,\"url\":\"https://example.com/x\",\"xcoord\":7,\"zField\":\"z\"}"));
     }
@@ -204,9 +285,18 @@ class StoredKeyFormatTest {
     @ParameterizedTest
     @MethodSource("keys")
     <K> void aKeyEncodesToTheTextItAlwaysHad(Class<K> type, K key, String stored) {
-        KeyCodec<K> codec = KeyCodec.defaultFor(type);
+        assertEquals(stored, KeyCodec.defaultFor(type).encode(key));
+    }
 
-        assertEquals(stored, codec.encode(key));
-        assertEquals(stored, codec.encode(codec.decode(stored)), "what the stored text reads back as encodes to it again");
+    @ParameterizedTest
+    @MethodSource("keys")
+    <K> void aStoredTextReadsBackAsAKeyThatEncodesToItAgain(Class<K> type, K key, String stored) {
+        KeyCodec<K> codec = KeyCodec.defaultFor(type);
+        if (type == Area.class) {
+            // A derived property has no setter: the text never read back, on Jackson 2 either.
+            assertThrows(RuntimeException.class, () -> codec.decode(stored));
+            return;
+        }
+        assertEquals(stored, codec.encode(codec.decode(stored)));
     }
 }
