@@ -3,6 +3,7 @@ package io.workqueue;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import com.fasterxml.jackson.annotation.JsonAutoDetect;
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
@@ -11,6 +12,7 @@ import com.fasterxml.jackson.annotation.JsonSubTypes;
 import com.fasterxml.jackson.annotation.JsonTypeInfo;
 import com.fasterxml.jackson.annotation.JsonValue;
 import java.math.BigDecimal;
+import java.text.SimpleDateFormat;
 import java.math.BigInteger;
 import java.util.Date;
 import java.util.LinkedHashMap;
@@ -19,11 +21,24 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.TimeZone;
 import java.util.UUID;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import tools.jackson.core.Base64Variants;
+import tools.jackson.core.StreamWriteFeature;
+import tools.jackson.core.json.JsonWriteFeature;
+import tools.jackson.databind.DefaultTyping;
+import tools.jackson.databind.MapperFeature;
+import tools.jackson.databind.PropertyNamingStrategies;
+import tools.jackson.databind.SerializationFeature;
+import tools.jackson.databind.cfg.DateTimeFeature;
+import tools.jackson.databind.cfg.EnumFeature;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.jsontype.BasicPolymorphicTypeValidator;
 
 /**
  * The stored form of representative keys, written down once and never to change: a stored key is
@@ -280,6 +295,50 @@ class StoredKeyFormatTest {
                         "{\"_under\":\"u\",\"value\":\"v\"}"),
                 Arguments.of(Bean.class, new Bean("https://example.com/x", 7, true, "z"),
                         "{\"active\":true,\"url\":\"https://example.com/x\",\"xcoord\":7,\"zField\":\"z\"}"));
+    }
+
+    /**
+     * An application's JSON settings, each of which would change the text of some key above if it
+     * reached the codec.
+     */
+    private static final JsonMapper APPLICATION = JsonMapper.builder()
+            .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+            .changeDefaultPropertyInclusion(inclusion -> JsonInclude.Value.construct(JsonInclude.Include.NON_NULL,
+                    JsonInclude.Include.NON_NULL))
+            .enable(SerializationFeature.INDENT_OUTPUT)
+            .disable(MapperFeature.SORT_PROPERTIES_ALPHABETICALLY)
+            .disable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS)
+            .enable(DateTimeFeature.WRITE_DATES_AS_TIMESTAMPS)
+            .enable(EnumFeature.WRITE_ENUMS_USING_TO_STRING)
+            .enable(MapperFeature.FIX_FIELD_NAME_UPPER_CASE_PREFIX)
+            .enable(JsonWriteFeature.ESCAPE_NON_ASCII)
+            .enable(JsonWriteFeature.ESCAPE_FORWARD_SLASHES)
+            .enable(JsonWriteFeature.WRITE_NUMBERS_AS_STRINGS)
+            .enable(StreamWriteFeature.WRITE_BIGDECIMAL_AS_PLAIN)
+            .defaultTimeZone(TimeZone.getTimeZone("Asia/Tokyo"))
+            .defaultDateFormat(new SimpleDateFormat("yyyy-MM-dd"))
+            .defaultBase64Variant(Base64Variants.MODIFIED_FOR_URL)
+            .changeDefaultVisibility(visibility -> visibility.withFieldVisibility(JsonAutoDetect.Visibility.ANY))
+            .activateDefaultTyping(BasicPolymorphicTypeValidator.builder().allowIfBaseType(Object.class).build(),
+                    DefaultTyping.NON_FINAL)
+            .build();
+
+    @ParameterizedTest
+    @MethodSource("keys")
+    <K> void anApplicationsJsonSettingsDoNotChangeTheStoredText(Class<K> type, K key, String stored) {
+        KeyCodec<K> codec = KeyCodec.defaultFor(type, APPLICATION);
+
+        assertEquals(stored, codec.encode(key));
+        if (type != Area.class) {
+            assertEquals(stored, codec.encode(codec.decode(stored)));
+        }
+    }
+
+    @Test
+    void theApplicationsMapperIsLeftAsItWas() {
+        KeyCodec.defaultFor(Inner.class, APPLICATION).encode(new Inner("i", 1));
+
+        assertEquals("{\n  \"name\" : \"i\",\n  \"weight\" : \"1\"\n}", APPLICATION.writeValueAsString(new Inner("i", 1)));
     }
 
     @ParameterizedTest
