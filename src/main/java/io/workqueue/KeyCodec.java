@@ -84,6 +84,9 @@ public interface KeyCodec<K> {
      * for a {@code ZonedDateTime}, {@code "PT1H"} for a {@code Duration}. A
      * {@code java.util.Date} or {@code Calendar} is epoch milliseconds.
      *
+     * <p>{@link WorkQueueBuilder#build()} checks the key type against this codec before any key
+     * exists, and refuses one Jackson cannot write with {@link UnsupportedKeyTypeException}.
+     *
      * @param keyType the class of the keys, which Jackson must be able to write and read
      * @param <K>     the key type
      * @return a thread-safe JSON codec for {@code keyType}

@@ -57,6 +57,19 @@ final class KeyCodecs {
         return new JsonCodec<>(keyType, CanonicalJson.of(mapper));
     }
 
+    /**
+     * Refuses a key type {@code codec} cannot encode at all, when the library can tell from the
+     * type alone: for its JSON codecs, a type Jackson cannot write. Other codecs are the
+     * application's to judge.
+     *
+     * @throws UnsupportedKeyTypeException naming the type and the way out
+     */
+    static void checkKeyType(KeyCodec<?> codec) {
+        if (codec instanceof JsonCodec<?> json) {
+            KeyTypeProbe.check(json.mapper(), json.keyType());
+        }
+    }
+
     /** Keys that already have a canonical string form. */
     private record TextCodec<K>(Function<K, String> encoder, Function<String, K> decoder) implements KeyCodec<K> {
         @Override
