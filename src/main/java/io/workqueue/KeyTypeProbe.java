@@ -76,13 +76,13 @@ final class KeyTypeProbe {
         if (serializer instanceof UnsupportedTypeSerializer) {
             // Jackson's own words say what is missing (a module, usually).
             String why = BeanUtil.checkUnsupportedType(serializers.getConfig(), type);
-            throw refused(type, path, why != null ? why : "Jackson does not support it");
+            throw refused("Jackson cannot write", type, path, why != null ? why : "it does not support the type");
         }
         if (serializer instanceof UnknownSerializer || (serializer instanceof BeanSerializerBase
                 && !serializer.properties().hasNext() && !type.isRecordType()
                 && serializers.introspectBeanDescription(type).findAnyGetter() == null)) {
-            throw refused(type, path, "Jackson finds no properties to write in it (no public getters or fields, "
-                    + "no @JsonValue, no serializer)");
+            throw refused("Jackson finds no properties to write in", type, path,
+                    "it has no public getters or fields, no @JsonValue and no serializer");
         }
         if (serializer instanceof BeanSerializerBase) {
             for (Iterator<PropertyWriter> it = serializer.properties(); it.hasNext(); ) {
@@ -119,9 +119,10 @@ final class KeyTypeProbe {
                 || serializers.findTypeSerializer(type) != null;
     }
 
-    private UnsupportedKeyTypeException refused(JavaType type, @Nullable String path, String why) {
-        String where = path == null ? type.getRawClass().getName()
-                : type.getRawClass().getName() + " (reached through " + path + ")";
-        return new UnsupportedKeyTypeException(keyType, "cannot write " + where + ": " + why, null);
+    /** For example: Jackson finds no properties to write in a.B (reached through Key.b): it has ... */
+    private UnsupportedKeyTypeException refused(String what, JavaType type, @Nullable String path, String why) {
+        String where = path == null ? "" : " (reached through " + path + ")";
+        return new UnsupportedKeyTypeException(keyType, what + " " + type.getRawClass().getName() + where + ": " + why,
+                null);
     }
 }

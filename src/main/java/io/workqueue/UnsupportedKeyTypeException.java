@@ -27,7 +27,8 @@ public class UnsupportedKeyTypeException extends InvalidConfigException {
      *
      * @param keyType the queue's key type
      * @param problem what cannot be written and why, for example
-     *                {@code cannot write com.acme.Tile: Jackson finds no properties to write in it}
+     *                {@code Jackson finds no properties to write in com.acme.Tile: it has no public
+     *                getters or fields, no @JsonValue and no serializer}
      * @param cause   what the codec's library threw while judging the type, or {@code null}
      */
     public UnsupportedKeyTypeException(Class<?> keyType, String problem, @Nullable Throwable cause) {
@@ -52,7 +53,8 @@ public class UnsupportedKeyTypeException extends InvalidConfigException {
      * What cannot be written and why, without the advice the message adds: for reports that give
      * their own.
      *
-     * @return for example {@code cannot write com.acme.Tile: Jackson finds no properties to write in it}
+     * @return for example {@code Jackson finds no properties to write in com.acme.Tile: it has no
+     *         public getters or fields, no @JsonValue and no serializer}
      */
     public String problem() {
         return problem;
