@@ -1,7 +1,12 @@
 package io.workqueue;
 
+import java.lang.annotation.Annotation;
+import java.lang.reflect.AnnotatedElement;
+import java.lang.reflect.Constructor;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
 import tools.jackson.core.JacksonException;
@@ -27,12 +32,16 @@ import tools.jackson.databind.util.BeanUtil;
  * <p>It asks the mapper for the serializer of the key type and of every type reachable from it
  * through properties, container elements, map values and optional values, and refuses a type
  * Jackson has no serializer for (a class with no properties it can see: no getters, no public
- * fields, no {@code @JsonValue}) or declares unsupported. It does not judge what only the runtime
+ * fields, no {@code @JsonValue}) or declares unsupported, and a class annotated with Jackson 2's
+ * databind annotations, which Jackson 3 ignores. It does not judge what only the runtime
  * value decides: a property typed {@code Object}, an interface or an abstract class, or a
  * polymorphic one (type ids), whose actual classes are unknown until a key arrives. Map keys are
  * not judged either: Jackson writes any map key it has no serializer for with {@code toString()}.
  */
 final class KeyTypeProbe {
+    /** The package of Jackson 2's databind, whose annotations Jackson 3 does not read. */
+    private static final String JACKSON_2_DATABIND = "com.fasterxml.jackson.databind.";
+
     private final SerializationContext serializers;
     private final Class<?> keyType;
     private final Set<JavaType> seen = new HashSet<>();
@@ -78,6 +87,9 @@ final class KeyTypeProbe {
             String why = BeanUtil.checkUnsupportedType(serializers.getConfig(), type);
             throw refused("Jackson cannot write", type, path, why != null ? why : "it does not support the type");
         }
+        if (serializer instanceof UnknownSerializer || serializer instanceof BeanSerializerBase) {
+            refuseJackson2Annotations(type, path);
+        }
         if (serializer instanceof UnknownSerializer || (serializer instanceof BeanSerializerBase
                 && !serializer.properties().hasNext() && !type.isRecordType()
                 && serializers.introspectBeanDescription(type).findAnyGetter() == null)) {
@@ -108,6 +120,43 @@ final class KeyTypeProbe {
                 || annotations.findContentSerializer(config, member) != null
                 || annotations.findSerializationConverter(config, member) != null
                 || annotations.findSerializationContentConverter(config, member) != null;
+    }
+
+    /**
+     * Refuses a class carrying Jackson 2's databind annotations ({@code @JsonSerialize},
+     * {@code @JsonNaming}, ...): Jackson 3 does not read them, so the key would be written
+     * differently from what its author asked for, and from the text it was stored with when the
+     * codec ran on Jackson 2: a silent change of every such key's identity. (Jackson 2's
+     * {@code com.fasterxml.jackson.annotation} annotations are Jackson 3's too, and fine.)
+     */
+    private void refuseJackson2Annotations(JavaType type, @Nullable String path) {
+        Class<?> raw = type.getRawClass();
+        List<AnnotatedElement> elements = new ArrayList<>();
+        elements.add(raw);
+        elements.addAll(List.of(raw.getDeclaredFields()));
+        elements.addAll(List.of(raw.getDeclaredMethods()));
+        elements.addAll(List.of(raw.getDeclaredConstructors()));
+        for (Constructor<?> constructor : raw.getDeclaredConstructors()) {
+            for (Annotation[] parameter : constructor.getParameterAnnotations()) {
+                for (Annotation annotation : parameter) {
+                    refuseIfJackson2(annotation, type, path);
+                }
+            }
+        }
+        for (AnnotatedElement element : elements) {
+            for (Annotation annotation : element.getAnnotations()) {
+                refuseIfJackson2(annotation, type, path);
+            }
+        }
+    }
+
+    private void refuseIfJackson2(Annotation annotation, JavaType type, @Nullable String path) {
+        String name = annotation.annotationType().getName();
+        if (name.startsWith(JACKSON_2_DATABIND)) {
+            throw refused("Jackson 3 does not read the Jackson 2 annotation @" + name + " on", type, path,
+                    "the key would not be written as it says; use its Jackson 3 twin, @tools.jackson.databind"
+                            + name.substring(JACKSON_2_DATABIND.length() - 1));
+        }
     }
 
     /** Types whose serializer the runtime class of a value decides: nothing to judge beforehand. */

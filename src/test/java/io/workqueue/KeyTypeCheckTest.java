@@ -162,6 +162,22 @@ class KeyTypeCheckTest {
         assertEquals("o-1", codec.decode("{\"name\":\"n\",\"opaque\":\"o-1\"}").opaque().id);
     }
 
+    /** Named by a Jackson 2 annotation, which Jackson 3 would not read: "zone_id", silently "zoneId". */
+    @com.fasterxml.jackson.databind.annotation.JsonNaming(com.fasterxml.jackson.databind.PropertyNamingStrategies.SnakeCaseStrategy.class)
+    record Jackson2Named(String zoneId) {}
+
+    record HoldingJackson2Named(Jackson2Named inner) {}
+
+    @Test
+    void aKeyTypeWithJackson2DatabindAnnotationsFailsTheBuildRatherThanChangingItsText() {
+        UnsupportedKeyTypeException e = assertThrows(UnsupportedKeyTypeException.class,
+                builder(Jackson2Named.class)::build);
+
+        assertTrue(e.problem().contains("@com.fasterxml.jackson.databind.annotation.JsonNaming"), e.problem());
+        assertTrue(e.problem().contains("@tools.jackson.databind.annotation.JsonNaming"), e.problem());
+        assertThrows(UnsupportedKeyTypeException.class, builder(HoldingJackson2Named.class)::build);
+    }
+
     // ------------------------------------------------------------------ what works is not refused
 
     enum Colour { RED }
