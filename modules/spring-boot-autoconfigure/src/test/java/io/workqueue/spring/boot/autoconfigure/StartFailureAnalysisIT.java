@@ -3,8 +3,11 @@ package io.workqueue.spring.boot.autoconfigure;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.r2dbc.spi.Connection;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.migrations.WorkQueueMigrations;
 import io.workqueue.spring.boot.testing.TestDatabase;
+import java.time.Duration;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -15,6 +18,8 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 
 /**
  * The starter's start failures, each from a real {@link SpringApplication} run that fails: what
@@ -24,6 +29,7 @@ import org.springframework.context.annotation.Import;
  */
 @ExtendWith(OutputCaptureExtension.class)
 class StartFailureAnalysisIT {
+    private static final Duration WAIT = Duration.ofSeconds(30);
 
     /** An application whose one bean needs a queue, as a controller would. */
     @Configuration(proxyBeanMethods = false)
@@ -80,6 +86,28 @@ class StartFailureAnalysisIT {
                 "--workqueue.queues.tiles.key-type=java.lang.String");
 
         assertThat(report(output)).contains("could not connect to the database", "3D000", "Check spring.r2dbc.url");
+    }
+
+    @Test
+    void aSchemaApplyThatRunsOutOfTimeSaysSoAndWhatMayHoldIt(CapturedOutput output) {
+        String prefix = TestDatabase.uniquePrefix();
+        // Another session creating the same table holds its schema lock: this start has to wait.
+        Connection holder = Mono.from(TestDatabase.plain().create()).block(WAIT);
+        try {
+            Mono.from(holder.beginTransaction()).block(WAIT);
+            Flux.from(holder.createStatement("SELECT pg_advisory_xact_lock(hashtext($1::text))")
+                            .bind(0, "reactive-workqueue schema " + WorkQueueMigrations.tableName(prefix)).execute())
+                    .flatMap(result -> result.getRowsUpdated()).blockLast(WAIT);
+
+            failsToStart("--spring.r2dbc.url=" + TestDatabase.url(), "--workqueue.schema.apply=true",
+                    "--workqueue.schema.timeout=1s", "--workqueue.table-prefix=" + prefix,
+                    "--workqueue.queues.tiles.key-type=java.lang.String");
+        } finally {
+            Mono.from(holder.rollbackTransaction()).then(Mono.from(holder.close())).block(WAIT);
+        }
+
+        assertThat(report(output)).contains("did not finish within workqueue.schema.timeout (PT1S)")
+                .contains("raise workqueue.schema.timeout", "set workqueue.schema.apply=false");
     }
 
     @Test
