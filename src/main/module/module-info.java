@@ -11,7 +11,7 @@ module io.workqueue {
     requires static micrometer.core;
     requires transitive r2dbc.postgresql;
     requires r2dbc.pool;
-    requires com.fasterxml.jackson.databind;
+    requires transitive tools.jackson.databind;
     requires org.slf4j;
 
     exports io.workqueue;

@@ -1,5 +1,7 @@
 package io.workqueue;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A key was refused before it reached the database, because its encoding cannot be stored
  * faithfully as a primary key.
@@ -21,7 +23,13 @@ public class InvalidKeyException extends WorkQueueException {
         /** The encoding contains NUL, carriage return or line feed. */
         CONTROL_CHARACTER,
         /** The encoding contains an unpaired UTF-16 surrogate, which has no UTF-8 form to store. */
-        INVALID_UNICODE
+        INVALID_UNICODE,
+        /**
+         * The codec could not encode the key: it threw, and what it threw is the
+         * {@linkplain #getCause() cause} (for the JSON codec, a value Jackson cannot write, such as
+         * an instance of a subclass with no properties).
+         */
+        ENCODING_FAILED
     }
 
     /** Why the key was refused. */
@@ -35,6 +43,19 @@ public class InvalidKeyException extends WorkQueueException {
      */
     public InvalidKeyException(Reason reason, String message) {
         super(message);
+        this.reason = reason;
+    }
+
+    /**
+     * Creates the exception for {@code reason}, with a message that explains it and the failure
+     * behind it.
+     *
+     * @param reason  why the key was refused
+     * @param message what was refused and why
+     * @param cause   what the codec threw, or {@code null}
+     */
+    public InvalidKeyException(Reason reason, String message, @Nullable Throwable cause) {
+        super(message, cause);
         this.reason = reason;
     }
 

@@ -25,8 +25,8 @@ import reactor.core.publisher.Mono;
  * touches the database until subscription, and each subscription performs the operation once. Bad
  * arguments (a {@code null} collection, a non-positive lease) are signalled as {@code onError} at
  * subscription ({@code NullPointerException}, {@code IllegalArgumentException}), never thrown by
- * the call; a key that cannot be stored is an {@link InvalidKeyException}, likewise at
- * subscription. No method blocks; results are emitted on the driver's event-loop threads (or, for
+ * the call; a key that cannot be stored, or that its codec fails to encode, is an
+ * {@link InvalidKeyException}, likewise at subscription. No method blocks; results are emitted on the driver's event-loop threads (or, for
  * timers, on the builder's {@linkplain WorkQueueBuilder#timer timer}), so downstream code must not
  * block there either. Cancelling a subscriber never leaves the queue inconsistent: at worst a lease
  * lapses and an item is handed out again. Each method below says what its cancellation does.

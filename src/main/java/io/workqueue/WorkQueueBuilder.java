@@ -112,12 +112,21 @@ public final class WorkQueueBuilder<K> {
     }
 
     /**
-     * Checks every setting and builds the queue. Reads the connection factory's metadata but does
-     * not connect: nothing touches the database until a method's publisher is subscribed.
+     * Checks every setting and the key type, and builds the queue. Reads the connection factory's
+     * metadata but does not connect: nothing touches the database until a method's publisher is
+     * subscribed.
      *
      * @return the queue
      * @throws InvalidConfigException if the connection factory, key type or configuration is
      *                                missing, or a setting was given as {@code null}, naming it
+     * @throws UnsupportedKeyTypeException (an {@code InvalidConfigException}) if the codec is the
+     *                                library's JSON codec (the default for records and classes)
+     *                                and Jackson cannot write the key type, or a type it
+     *                                contains, at all: a class with no properties, say. Decided
+     *                                from the type alone, without a key; what only a key's
+     *                                runtime class decides (a property typed {@code Object} or
+     *                                an interface) is left to the enqueue, which refuses a key it
+     *                                cannot encode with {@link InvalidKeyException}
      * @throws UnsupportedDialectException if the connection factory is not PostgreSQL (pooled or
      *                                     not)
      */
@@ -140,6 +149,7 @@ public final class WorkQueueBuilder<K> {
             throw new InvalidConfigException("timer must not be null but was null");
         }
         KeyCodec<K> codec = keyCodec != null ? keyCodec : KeyCodec.defaultFor(keyType);
+        KeyCodecs.checkKeyType(codec);
         return Backends.BACKEND.queue(connectionFactory, checked, codec, wakeups, scheduler, meterRegistry);
     }
 }

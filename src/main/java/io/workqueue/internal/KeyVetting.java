@@ -6,6 +6,7 @@ import io.workqueue.KeyCodec;
 import io.workqueue.ReactiveWorkQueue;
 import java.nio.charset.StandardCharsets;
 import org.jspecify.annotations.Nullable;
+import reactor.core.Exceptions;
 
 /**
  * The single gate every key passes before it reaches SQL, whatever codec encoded it.
@@ -22,13 +23,27 @@ public final class KeyVetting {
     /**
      * Encodes {@code key} with {@code codec} and vets the result.
      *
-     * @throws InvalidKeyException if the key or its encoding is refused
+     * @throws InvalidKeyException if the key or its encoding is refused, or the codec failed
+     *                             ({@link Reason#ENCODING_FAILED}, with what it threw as cause)
      */
     public static <K> String encode(KeyCodec<K> codec, @Nullable K key) {
         if (key == null) {
             throw new InvalidKeyException(Reason.NULL, "key must not be null");
         }
-        return vet(codec.encode(key));
+        String encoded;
+        try {
+            encoded = codec.encode(key);
+        } catch (InvalidKeyException e) {
+            throw e;
+        } catch (Throwable e) {
+            // Whatever the codec throws is a problem of this key, for this caller alone: the
+            // documented InvalidKeyException, not an IllegalArgumentException from deep inside a
+            // JSON library. Only what no caller can handle (out of memory, linkage) goes through.
+            Exceptions.throwIfJvmFatal(e);
+            throw new InvalidKeyException(Reason.ENCODING_FAILED, "the key codec could not encode a key of "
+                    + key.getClass().getName() + ": " + e.getMessage(), e);
+        }
+        return vet(encoded);
     }
 
     /**

@@ -79,6 +79,70 @@ class KeyVettingTest {
         assertEquals(Reason.NULL, e.reason());
     }
 
+    /** A codec that throws {@code failure} for every key. */
+    private static KeyCodec<String> throwing(Throwable failure) {
+        return new KeyCodec<>() {
+            @Override
+            public String encode(String key) {
+                if (failure instanceof RuntimeException unchecked) {
+                    throw unchecked;
+                }
+                throw (Error) failure;
+            }
+
+            @Override
+            public String decode(String encoded) {
+                return encoded;
+            }
+        };
+    }
+
+    @Test
+    void aCodecThatThrowsFailsTheKeyAsAnInvalidKeyCarryingWhatItThrew() {
+        IllegalStateException broken = new IllegalStateException("no text for this key");
+
+        InvalidKeyException e = assertThrows(InvalidKeyException.class, () -> KeyVetting.encode(throwing(broken), "k"));
+
+        assertEquals(Reason.ENCODING_FAILED, e.reason());
+        assertSame(broken, e.getCause());
+        assertTrue(e.getMessage().contains("java.lang.String") && e.getMessage().contains("no text for this key"),
+                e.getMessage());
+    }
+
+    @Test
+    void anInvalidKeyExceptionFromTheCodecIsPassedOnAsItIs() {
+        InvalidKeyException own = new InvalidKeyException(Reason.TOO_LONG, "the codec's own refusal");
+
+        assertSame(own, assertThrows(InvalidKeyException.class, () -> KeyVetting.encode(throwing(own), "k")));
+    }
+
+    @Test
+    void aJvmFatalErrorFromTheCodecIsNotTurnedIntoAnInvalidKey() {
+        OutOfMemoryError fatal = new OutOfMemoryError("simulated");
+
+        assertSame(fatal, assertThrows(OutOfMemoryError.class, () -> KeyVetting.encode(throwing(fatal), "k")));
+    }
+
+    /** Its one property is typed Object: only the value at hand says whether Jackson can write it. */
+    record Holder(Object value) {}
+
+    /** No property Jackson can see. */
+    static final class Opaque {
+        @SuppressWarnings("unused")
+        private final int secret = 1;
+    }
+
+    @Test
+    void aKeyTheJsonCodecCannotWriteIsAnInvalidKeyNotAnIllegalArgument() {
+        InvalidKeyException e = assertThrows(InvalidKeyException.class,
+                () -> KeyVetting.encode(KeyCodec.defaultFor(Holder.class), new Holder(new Opaque())));
+
+        assertEquals(Reason.ENCODING_FAILED, e.reason());
+        assertTrue(e.getMessage().contains(Holder.class.getName()) && e.getMessage().contains(Opaque.class.getName()),
+                e.getMessage());
+        assertEquals("{\"value\":\"fine\"}", KeyVetting.encode(KeyCodec.defaultFor(Holder.class), new Holder("fine")));
+    }
+
     @Test
     void anEmptyEncodingIsRefusedAsEmpty() {
         assertEquals(Reason.EMPTY, refusal(""));

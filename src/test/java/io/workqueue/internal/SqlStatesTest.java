@@ -5,12 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.core.JsonParseException;
 import io.r2dbc.spi.R2dbcBadGrammarException;
 import io.r2dbc.spi.R2dbcNonTransientResourceException;
 import io.r2dbc.spi.R2dbcTimeoutException;
+import io.workqueue.KeyCodec;
 import io.workqueue.WorkQueueException;
 import io.workqueue.WriteTimeoutException;
+import java.io.CharConversionException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ConnectException;
@@ -24,12 +25,16 @@ import reactor.netty.channel.AbortedException;
 /** Which failures a claim loop rides out: only the driver's and the network's, and write timeouts. */
 class SqlStatesTest {
 
+    record Tile(int x, int y) {}
+
     @Test
     void anIoFailureFromUserCodeIsNotTransient() {
         // What the JSON codec throws for a stored key that no longer matches its type.
-        UncheckedIOException decoding = new UncheckedIOException("stored key is not JSON for Tile",
-                new JsonParseException(null, "Unrecognized field \"zoom\""));
+        RuntimeException decoding = assertThrows(RuntimeException.class,
+                () -> KeyCodec.defaultFor(Tile.class).decode("{\"x\":1,\"y\":2,\"zoom\":3}"));
         assertFalse(SqlStates.isTransient(decoding));
+        assertFalse(SqlStates.isTransient(new UncheckedIOException("stored key is not JSON for Tile",
+                new CharConversionException("Unrecognized field \"zoom\""))));
         assertFalse(SqlStates.isTransient(new WorkQueueException("wrapped", decoding)));
         assertFalse(SqlStates.isTransient(new IllegalStateException(new java.io.FileNotFoundException("x"))));
     }

@@ -4,13 +4,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.r2dbc.spi.Connection;
 import io.workqueue.Entry;
 import io.workqueue.InvalidKeyException;
 import io.workqueue.Item;
+import io.workqueue.KeyCodec;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkQueueException;
 import io.workqueue.WriteTimeoutException;
 import io.workqueue.internal.SqlStates;
@@ -306,6 +309,49 @@ class GroupCommitIT {
         assertTrue(Queues.exists(prefix, queue, "ok3"));
         assertFalse(Queues.exists(prefix, queue, "ok2"), "nothing of a call with an invalid key is written");
         assertEquals(1L, writingTransactions(prefix, queue, List.of("ok1", "ok3")));
+    }
+
+    @Test
+    void aKeyItsCodecCannotEncodeFailsOnlyItsOwnCallerAsAnInvalidKey() {
+        IllegalStateException broken = new IllegalStateException("no stored form for this key");
+        KeyCodec<String> failingOnBroken = new KeyCodec<>() {
+            @Override
+            public String encode(String key) {
+                if (key.startsWith("broken")) {
+                    throw broken;
+                }
+                return key;
+            }
+
+            @Override
+            public String decode(String encoded) {
+                return encoded;
+            }
+        };
+        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(TestDatabase.pool(), String.class)
+                .config(WorkQueueConfig.builder(TestDatabase.uniqueName("unencodable")).tablePrefix(prefix).build())
+                .keyCodec(failingOnBroken)
+                .build();
+        Parked parked = park(prefix, queue);
+
+        CompletableFuture<Void> valid = queue.enqueueKeys("ok1").toFuture();
+        CompletableFuture<Void> unencodable = queue.enqueueKeys("ok2", "broken").toFuture();
+        CompletableFuture<Void> alsoValid = queue.enqueueKeys("ok3").toFuture();
+        assertTrue(unencodable.isCompletedExceptionally(), "refused before joining the parked batch");
+        parked.lock().release();
+
+        await(valid);
+        await(alsoValid);
+        InvalidKeyException refused = assertInstanceOf(InvalidKeyException.class, failureOf(unencodable));
+        assertEquals(InvalidKeyException.Reason.ENCODING_FAILED, refused.reason());
+        assertSame(broken, refused.getCause());
+        assertTrue(Queues.exists(prefix, queue, "ok1"));
+        assertTrue(Queues.exists(prefix, queue, "ok3"));
+        assertFalse(Queues.exists(prefix, queue, "ok2"), "nothing of a call with an unencodable key is written");
+        for (Mono<Long> write : List.of(queue.complete("ok1", "broken"), queue.remove("broken"))) {
+            InvalidKeyException writer = assertInstanceOf(InvalidKeyException.class, failureOf(write.toFuture()));
+            assertEquals(InvalidKeyException.Reason.ENCODING_FAILED, writer.reason());
+        }
     }
 
     @Test

@@ -4,9 +4,10 @@ import io.workqueue.WorkQueueBuilder;
 
 /**
  * Adjusts the builder of each queue the Spring Boot starter creates, after the starter has applied
- * the queue's properties, its wakeups and (when Micrometer is present) the application's
- * {@code MeterRegistry}, and before it builds the queue. For what properties cannot say, such as a
- * {@link io.workqueue.KeyCodec} of your own:
+ * the queue's properties, its wakeups, its key codec (the library's default, writing JSON keys
+ * through the application's {@code JsonMapper} when there is one) and (when Micrometer is present)
+ * the application's {@code MeterRegistry}, and before it builds the queue. For what properties
+ * cannot say, such as a {@link io.workqueue.KeyCodec} of your own, which replaces the starter's:
  *
  * <pre>{@code
  * @Bean

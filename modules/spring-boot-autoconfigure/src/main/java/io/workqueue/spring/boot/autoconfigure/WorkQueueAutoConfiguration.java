@@ -15,6 +15,7 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Auto-configuration of reactive-workqueue: the queues of {@code workqueue.queues.*} as beans, on
@@ -67,8 +68,8 @@ public class WorkQueueAutoConfiguration {
     @Bean
     QueueFactory workQueueFactory(WorkQueueProperties properties, WorkQueueConnectionFactories connections,
             NotificationListeners listeners, ObjectProvider<WorkQueueBuilderCustomizer> customizers,
-            ObjectProvider<SchemaInitializer> schema) {
-        return new QueueFactory(properties, connections, listeners, customizers, schema.getIfAvailable());
+            ObjectProvider<JsonMapper> jsonMapper, ObjectProvider<SchemaInitializer> schema) {
+        return new QueueFactory(properties, connections, listeners, customizers, jsonMapper, schema.getIfAvailable());
     }
 
     @Bean

@@ -9,7 +9,10 @@ import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.Wrapped;
 import io.r2dbc.postgresql.PostgresqlConnectionFactory;
+import io.workqueue.KeyCodec;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.UnsupportedKeyTypeException;
+import io.workqueue.WorkQueueBuilder;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkQueueMeters;
 import io.workqueue.WorkerOptions;
@@ -24,6 +27,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.CompositeReactiveHealthContributor;
+import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
 import org.springframework.boot.health.contributor.ReactiveHealthIndicator;
 import org.springframework.boot.r2dbc.autoconfigure.R2dbcAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
@@ -32,6 +36,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.ResolvableType;
 import reactor.core.publisher.Mono;
+import tools.jackson.databind.JacksonModule;
 
 /**
  * Every condition of the auto-configuration, in contexts that never reach a database: the R2DBC URL
@@ -219,6 +224,52 @@ class WorkQueueAutoConfigurationTest {
                     assertThat(messages(context.getStartupFailure()))
                             .contains("workqueue.queues.tiles.key-type").contains("com.example.NoSuchKey");
                 });
+    }
+
+    // ---------------------------------------------------------------- keys and the application's JSON
+
+    @Test
+    void aKeyTypeOnlyTheApplicationsJacksonKnowsIsAcceptedThroughItsModules() {
+        runner.withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class))
+                .withBean("moneyModule", JacksonModule.class, OrderKey::moneyModule)
+                .withPropertyValues("workqueue.queues.orders.key-type=" + OrderKey.class.getName())
+                .run(context -> assertThat(context).hasNotFailed().hasBean("orders"));
+    }
+
+    @Test
+    void aKeyTypeJacksonCannotWriteFailsTheStartNamingTheType() {
+        runner.withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class))
+                .withPropertyValues("workqueue.queues.orders.key-type=" + OrderKey.class.getName())
+                .run(context -> {
+                    assertThat(context).hasFailed();
+                    assertThat(context.getStartupFailure()).hasRootCauseInstanceOf(UnsupportedKeyTypeException.class);
+                    assertThat(messages(context.getStartupFailure()))
+                            .contains("Jackson finds no properties to write in " + OrderKey.Money.class.getName())
+                            .contains("OrderKey.total");
+                });
+    }
+
+    @Test
+    void aCustomizersKeyCodecWinsOverTheApplicationsJackson() {
+        KeyCodec<OrderKey> byNote = new KeyCodec<>() {
+            @Override
+            public String encode(OrderKey key) {
+                return key.note();
+            }
+
+            @Override
+            public OrderKey decode(String encoded) {
+                return new OrderKey(null, encoded, 0, null);
+            }
+        };
+        runner.withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class))
+                .withBean(WorkQueueBuilderCustomizer.class, () -> (queueBean, builder) -> {
+                    @SuppressWarnings("unchecked")
+                    WorkQueueBuilder<OrderKey> orders = (WorkQueueBuilder<OrderKey>) builder;
+                    orders.keyCodec(byNote);
+                })
+                .withPropertyValues("workqueue.queues.orders.key-type=" + OrderKey.class.getName())
+                .run(context -> assertThat(context).hasNotFailed().hasBean("orders"));
     }
 
     // ---------------------------------------------------------------- the application's beans win

@@ -13,6 +13,7 @@ import io.workqueue.spring.boot.HandlesQueue;
 import io.workqueue.spring.boot.WorkQueueHandler;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -22,6 +23,7 @@ import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.CompositeReactiveHealthContributor;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.ReactiveHealthIndicator;
+import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
 import org.springframework.boot.r2dbc.autoconfigure.R2dbcAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
@@ -29,6 +31,7 @@ import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import reactor.core.publisher.Mono;
+import tools.jackson.databind.JacksonModule;
 
 /** The auto-configuration against the real server: schema, workers, restarts, housekeeping, health. */
 @ExtendWith(OutputCaptureExtension.class)
@@ -52,6 +55,39 @@ class WorkQueueStarterIT {
                     ReactiveWorkQueue<String> tiles = queue(context.getBean("tiles"));
                     tiles.enqueueKeys("ready").block(TIMEOUT);
                     assertThat(tiles.stats().block(TIMEOUT).pending()).isEqualTo(1);
+                });
+    }
+
+    @Test
+    void aJsonKeyIsStoredInOneCanonicalFormWhateverTheApplicationsJacksonSettings() {
+        String prefix = TestDatabase.createTable();
+        runner.withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class))
+                .withBean("moneyModule", JacksonModule.class, OrderKey::moneyModule)
+                .withPropertyValues("workqueue.table-prefix=" + prefix,
+                        "workqueue.queues.orders.key-type=" + OrderKey.class.getName(),
+                        "workqueue.housekeeping.enabled=false",
+                        // Each of these would change the stored text of the key below if it applied.
+                        "spring.jackson.property-naming-strategy=SNAKE_CASE",
+                        "spring.jackson.default-property-inclusion=non_null",
+                        "spring.jackson.serialization.indent-output=true",
+                        "spring.jackson.datatype.datetime.write-dates-as-timestamps=true",
+                        "spring.jackson.time-zone=Asia/Tokyo",
+                        "spring.jackson.mapper.sort-properties-alphabetically=false")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    @SuppressWarnings("unchecked")
+                    ReactiveWorkQueue<OrderKey> orders = (ReactiveWorkQueue<OrderKey>) context.getBean("orders");
+                    OrderKey key = new OrderKey(new OrderKey.Money("EUR", 1250), null, 3,
+                            Instant.parse("2024-01-31T10:15:30Z"));
+
+                    orders.enqueueKeys(key).block(TIMEOUT);
+
+                    assertThat(TestDatabase.queryString("SELECT item_key FROM " + WorkQueueMigrations.tableName(prefix)
+                            + " WHERE queue_name = $1", "orders"))
+                            .isEqualTo("{\"lineCount\":3,\"note\":null,\"placedAt\":\"2024-01-31T10:15:30Z\","
+                                    + "\"total\":\"EUR 12.50\"}");
+                    assertThat(orders.claim(1, Duration.ofMinutes(1)).block(TIMEOUT))
+                            .extracting(Item::key).containsExactly(key);
                 });
     }
 
