@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.r2dbc.spi.Connection;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.migrations.WorkQueueMigrations;
-import io.workqueue.spring.boot.testing.TestDatabase;
+import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
