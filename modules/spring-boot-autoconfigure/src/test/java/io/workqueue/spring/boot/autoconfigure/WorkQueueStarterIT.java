@@ -29,9 +29,11 @@ import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import reactor.core.publisher.Mono;
+import io.workqueue.testing.ExpectedLogs;
 
 /** The auto-configuration against the real server: schema, workers, restarts, housekeeping, health. */
 @ExtendWith(OutputCaptureExtension.class)
+@ExtendWith(ExpectedLogs.class)
 class WorkQueueStarterIT {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
