@@ -95,16 +95,25 @@ public final class GroupCommit<T, R> {
      * @param maxInFlight how many writes may be in flight at once; 1 for one write at a time. More
      *                    keeps one slow write (waiting on a lock, a slow commit) from holding up
      *                    every other caller, at the price of writes that may contend
+     * @param callersLog  whether every caller logs a failure it receives itself (a claim loop
+     *                    does, with what it does next): the group commit then logs a failed write
+     *                    at DEBUG only, so that one failure is one line in the log, not two
      * @param <T>         what one caller submits
      * @param <R>         what one caller gets back
      */
     public record Policy<T, R>(BiPredicate<? super T, ? super T> mergeable, boolean abandonable,
-            Consumer<? super R> unclaimed, int maxInFlight) {
+            Consumer<? super R> unclaimed, int maxInFlight, boolean callersLog) {
         /** Validates {@code maxInFlight}. */
         public Policy {
             if (maxInFlight < 1) {
                 throw new IllegalArgumentException("maxInFlight must be at least 1 but was " + maxInFlight);
             }
+        }
+
+        /** A policy whose group commit logs each failed write itself. */
+        public Policy(BiPredicate<? super T, ? super T> mergeable, boolean abandonable, Consumer<? super R> unclaimed,
+                int maxInFlight) {
+            this(mergeable, abandonable, unclaimed, maxInFlight, false);
         }
 
         /** Any submission rides with any other; a write runs whoever cancels; one write at a time. */
@@ -474,7 +483,10 @@ public final class GroupCommit<T, R> {
                     // A failure the callers' loops ride out (a lost connection, a failover) is a
                     // WARN: during a failover an ERROR per merged claim would bury the one that matters.
                     String message = error.getMessage() != null ? error.getMessage() : error.toString();
-                    if (SqlStates.isTransient(error)) {
+                    if (policy.callersLog()) {
+                        log.debug("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(),
+                                name, message);
+                    } else if (SqlStates.isTransient(error)) {
                         log.warn("group-committed {} of {} submissions on queue {} failed: {}", operation, batch.size(),
                                 name, message);
                     } else {

@@ -68,8 +68,9 @@ final class Leasing<K> {
         this.leases = new GroupCommit<>(config.name(), "claim", this::leaseMerged,
                 request -> Math.max(request.limit(), request.complete().length), config.maxWriteBatch(),
                 config.writeTimeout(), timer, GroupCommit.WriteListener.NONE,
+                // The claim loops log each failure themselves, with the retry they make of it.
                 new GroupCommit.Policy<>((first, other) -> first.leaseMicros() == other.leaseMicros(), true,
-                        this::handBack, LEASING_STATEMENTS_IN_FLIGHT));
+                        this::handBack, LEASING_STATEMENTS_IN_FLIGHT, true));
         this.look = new CursorLook(config.name(), cursors, this::lookBehindCursors, wake, metrics, System::nanoTime);
     }
 

@@ -24,6 +24,8 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.util.retry.Retry;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario: keys whose data keeps changing, enqueued again while they are leased, while every
@@ -35,6 +37,7 @@ import reactor.util.retry.Retry;
  * after it had handed a key back to run again must not cancel that run; a claim lost with its
  * connection lapses and is reclaimed.
  */
+@ExtendWith(ExpectedLogs.class)
 class ChangingKeysFaultIT {
     private static final Logger log = LoggerFactory.getLogger(ChangingKeysFaultIT.class);
     private static final int KEYS = 200;

@@ -19,6 +19,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario: the backends of every idle connection a pool keeps are killed
@@ -31,6 +33,7 @@ import org.slf4j.LoggerFactory;
  * which has no SQLSTATE. Before that failure was classified as transient it ended the workers'
  * streams, silently. Every stream must back off and carry on, and every key be accounted for.
  */
+@ExtendWith(ExpectedLogs.class)
 class DeadPooledConnectionsFaultIT {
     private static final Logger log = LoggerFactory.getLogger(DeadPooledConnectionsFaultIT.class);
     private static final int POOL_SIZE = 10;

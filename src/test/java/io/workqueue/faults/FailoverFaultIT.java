@@ -22,6 +22,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario: a primary with a synchronous streaming standby; the queue, four claimStream workers and
@@ -30,6 +32,7 @@ import org.slf4j.LoggerFactory;
  * workers or the producer. With synchronous replication every enqueue and completion acknowledged
  * before the kill is on the new primary, and every key is then accounted for.
  */
+@ExtendWith(ExpectedLogs.class)
 class FailoverFaultIT {
     private static final Logger log = LoggerFactory.getLogger(FailoverFaultIT.class);
     private static final int PRELOADED = 10_000;

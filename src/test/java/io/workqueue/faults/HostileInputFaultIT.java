@@ -29,6 +29,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario 7: hostile input. Thousands of random keys — any Unicode including supplementary
@@ -40,6 +42,7 @@ import reactor.core.publisher.Mono;
  *
  * <p>The seed is logged; set {@code -Dworkqueue.fault.seed=N} to replay a run.
  */
+@ExtendWith(ExpectedLogs.class)
 class HostileInputFaultIT {
     private static final Logger log = LoggerFactory.getLogger(HostileInputFaultIT.class);
     private static final int STRING_KEYS = 3_000;

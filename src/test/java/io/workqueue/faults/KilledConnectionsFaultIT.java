@@ -18,6 +18,8 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario 2: every client backend of the database is terminated ({@code pg_terminate_backend}) at
@@ -27,6 +29,7 @@ import reactor.core.Disposable;
  * for. A claim whose answer was lost with its connection leaves its items leased: they are handed
  * out again, flagged reclaimed, once the lease lapses.
  */
+@ExtendWith(ExpectedLogs.class)
 class KilledConnectionsFaultIT {
     private static final Logger log = LoggerFactory.getLogger(KilledConnectionsFaultIT.class);
     private static final int PRELOADED = 20_000;

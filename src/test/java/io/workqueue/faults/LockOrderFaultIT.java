@@ -27,6 +27,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario 9: the one total lock order, under load.
@@ -48,6 +50,7 @@ import reactor.core.publisher.Mono;
  * reaper among the writers with the default {@code writeAttempts} and proves those rare deadlocks
  * never reach a caller: writers retry them and claimStream backs off and carries on.
  */
+@ExtendWith(ExpectedLogs.class)
 class LockOrderFaultIT {
     private static final Logger log = LoggerFactory.getLogger(LockOrderFaultIT.class);
     private static final Duration RUN = Duration.ofSeconds(30);

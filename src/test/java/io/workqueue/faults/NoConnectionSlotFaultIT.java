@@ -26,6 +26,8 @@ import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario: the server has no connection slot for the workers for a while — other sessions hold
@@ -41,6 +43,7 @@ import reactor.core.publisher.Mono;
  * ({@code max_connections}): the refusal and its SQLSTATE are the same, and the test's own
  * superuser sessions, and anyone else's on the cluster, still get in.
  */
+@ExtendWith(ExpectedLogs.class)
 class NoConnectionSlotFaultIT {
     private static final Logger log = LoggerFactory.getLogger(NoConnectionSlotFaultIT.class);
     private static final int WORKERS = 4;

@@ -21,6 +21,8 @@ import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario 6: one key's work always fails, and it sits at the head of the queue (highest
@@ -29,6 +31,7 @@ import reactor.core.publisher.Mono;
  * {@code stats().stalled}, its last error kept — and the worker drains everything else. Without a
  * limit, the same worker is shown doing nothing but the poison item.
  */
+@ExtendWith(ExpectedLogs.class)
 class PoisonItemFaultIT {
     private static final Logger log = LoggerFactory.getLogger(PoisonItemFaultIT.class);
     private static final String POISON = "poison";

@@ -30,6 +30,8 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario 5: 5,000 callers enqueue at once, from many threads, through a pool of four
@@ -37,6 +39,7 @@ import reactor.core.scheduler.Schedulers;
  * connection whatever the number of callers, so the unrelated queries keep completing, nothing
  * deadlocks or times out, and every key lands.
  */
+@ExtendWith(ExpectedLogs.class)
 class PoolPressureFaultIT {
     private static final Logger log = LoggerFactory.getLogger(PoolPressureFaultIT.class);
     private static final int CALLERS = 5_000;

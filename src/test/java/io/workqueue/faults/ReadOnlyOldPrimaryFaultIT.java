@@ -22,6 +22,8 @@ import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario: after a failover the old primary comes back — as a hot standby, read-only — while the
@@ -40,6 +42,7 @@ import reactor.core.publisher.Mono;
  * is never reached at all: the driver asks each new connection's server whether it is read-only.
  * The scenario checks that too.
  */
+@ExtendWith(ExpectedLogs.class)
 class ReadOnlyOldPrimaryFaultIT {
     private static final Logger log = LoggerFactory.getLogger(ReadOnlyOldPrimaryFaultIT.class);
     private static final int PRELOADED = 6_000;

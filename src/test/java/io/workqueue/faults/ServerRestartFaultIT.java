@@ -20,6 +20,8 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario 1: PostgreSQL goes down for a few seconds and comes back while four claimStream workers
@@ -30,6 +32,7 @@ import reactor.core.Disposable;
  * producer retries them. Every enqueue and completion acknowledged before the outage is still in
  * the table after it, and every key is then accounted for.
  */
+@ExtendWith(ExpectedLogs.class)
 class ServerRestartFaultIT {
     private static final Logger log = LoggerFactory.getLogger(ServerRestartFaultIT.class);
     private static final int PRELOADED = 20_000;

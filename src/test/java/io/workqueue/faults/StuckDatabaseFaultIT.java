@@ -22,6 +22,8 @@ import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario 4: the database is up but stuck — another transaction holds an ACCESS EXCLUSIVE lock on
@@ -30,6 +32,7 @@ import reactor.core.publisher.Mono;
  * connection is usable, not still waiting on the lock behind the caller's back; when the lock goes
  * the queue works again.
  */
+@ExtendWith(ExpectedLogs.class)
 class StuckDatabaseFaultIT {
     private static final Logger log = LoggerFactory.getLogger(StuckDatabaseFaultIT.class);
     private static final Duration WRITE_TIMEOUT = Duration.ofSeconds(1);

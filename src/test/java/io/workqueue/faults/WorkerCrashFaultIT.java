@@ -26,12 +26,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario 3: a worker in another JVM leases items and is killed with SIGKILL while holding them.
  * Nothing tells the queue: the leases simply lapse, and a surviving worker takes the items over,
  * flagged {@code reclaimed} with attempts incremented. Every key is accounted for.
  */
+@ExtendWith(ExpectedLogs.class)
 class WorkerCrashFaultIT {
     private static final Logger log = LoggerFactory.getLogger(WorkerCrashFaultIT.class);
     private static final int KEYS = 2_000;

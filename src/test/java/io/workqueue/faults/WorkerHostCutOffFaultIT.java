@@ -30,6 +30,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Scenario: three worker processes, each on a host of its own (a network namespace with its own
@@ -46,6 +48,7 @@ import org.slf4j.LoggerFactory;
  * again after the link returns; its late acknowledgements of items others have since completed
  * change nothing; and every key is accounted for, exactly.
  */
+@ExtendWith(ExpectedLogs.class)
 class WorkerHostCutOffFaultIT {
     private static final Logger log = LoggerFactory.getLogger(WorkerHostCutOffFaultIT.class);
     private static final int HOSTS = 3;
@@ -232,7 +235,7 @@ class WorkerHostCutOffFaultIT {
                 throws IOException {
             List<String> java = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "-XX:TieredStopAtLevel=1", "-Xmx256m", "-XX:+AllowRedefinitionToAddDeleteMethods",
-                    "-Dorg.slf4j.simpleLogger.log.io.workqueue.notify=debug",
+                    "-Dworkqueue.log.notify=debug",
                     "-cp", System.getProperty("java.class.path"),
                     HostWorker.class.getName(),
                     network.hostUrl(), prefix, queue, String.valueOf(CONCURRENCY), LEASE.toString(), channel);

@@ -35,11 +35,14 @@ import reactor.core.publisher.Sinks;
 import reactor.netty.channel.AbortedException;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * {@link DemandPacedClaims} against a fake claim function that hands out consecutive integers and
  * records what it was asked for, a fake {@code awaitWork}, and a virtual-time back-off timer.
  */
+@ExtendWith(ExpectedLogs.class)
 class DemandPacedClaimsTest {
     private static final Duration MIN_BACKOFF = Duration.ofMillis(100);
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(5);
@@ -385,10 +388,11 @@ class DemandPacedClaimsTest {
     void aStreamThatEndsSaysWhyAtError() {
         SqlStateException failure = new SqlStateException("42P01");
         Deque<Throwable> script = new ArrayDeque<>(List.of(failure));
-        String logged = CapturedLog.during(() -> StepVerifier.create(claims(500, scripted(script), awaitImmediately()), 0)
+        StepVerifier.create(claims(500, scripted(script), awaitImmediately()), 0)
                 .thenRequest(3)
                 .expectErrorSatisfies(e -> assertSame(failure, e))
-                .verify(Duration.ofSeconds(5)));
+                .verify(Duration.ofSeconds(5));
+        String logged = ExpectedLogs.text();
 
         assertTrue(logged.contains("ERROR " + ClaimLoop.class.getName()), logged);
         assertTrue(logged.contains("claim loop on queue test-queue stopped"), logged);

@@ -40,8 +40,11 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /** {@link GroupCommit} with a fake write function; timers on virtual time. */
+@ExtendWith(ExpectedLogs.class)
 class GroupCommitTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(10);
 

@@ -17,12 +17,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
 import reactor.test.scheduler.VirtualTimeScheduler;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * {@link Notifier} on virtual time, against a scripted database: what it sends, when, and how often
  * it asks about the transactions it awaits. The real statements are covered against PostgreSQL by
  * {@code TransactionalNotifyIT}.
  */
+@ExtendWith(ExpectedLogs.class)
 class NotifierTest {
     private static final Duration INTERVAL = Duration.ofMillis(100);
 

@@ -17,11 +17,14 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Sinks;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * {@link WakeGate} on virtual time: the gate's timer is a {@link VirtualTimeScheduler} advanced by
  * hand, and the wakeup source a {@link Sinks.Many} the test emits into.
  */
+@ExtendWith(ExpectedLogs.class)
 class WakeGateTest {
     private static final Duration FLOOR = Duration.ofMillis(100);
     private static final Duration LONG_POLL = Duration.ofSeconds(10);

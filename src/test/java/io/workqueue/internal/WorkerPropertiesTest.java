@@ -23,10 +23,13 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterProperty;
+import net.jqwik.api.lifecycle.BeforeProperty;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
 import reactor.test.scheduler.VirtualTimeScheduler;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Randomized runs of the {@link Worker} against a {@link ScriptedQueue} on virtual time: hostile
@@ -41,6 +44,16 @@ import reactor.test.scheduler.VirtualTimeScheduler;
  * queue is drained.
  */
 class WorkerPropertiesTest {
+    /** Every try provokes failures on purpose: their WARNs are expected, held back from the console. */
+    @BeforeProperty
+    void holdExpectedWarnings() {
+        ExpectedLogs.begin();
+    }
+
+    @AfterProperty
+    void stopHolding() {
+        ExpectedLogs.end();
+    }
     private static final Duration LEASE = Duration.ofSeconds(30);
     private static final Duration STEP = Duration.ofMillis(250);
     /** From here on downstream demand never holds the drain back. */

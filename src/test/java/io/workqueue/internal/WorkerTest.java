@@ -32,11 +32,14 @@ import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.netty.channel.AbortedException;
 import reactor.test.scheduler.VirtualTimeScheduler;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * {@link Worker} on virtual time against a {@link ScriptedQueue}: its back-off, buffering,
  * hostile-handler and cancel-mid-round paths, in isolation from any database.
  */
+@ExtendWith(ExpectedLogs.class)
 class WorkerTest {
     private final VirtualTimeScheduler vts = VirtualTimeScheduler.create();
 
@@ -359,10 +362,9 @@ class WorkerTest {
         queue.roundFailures.add(permanent);
 
         AtomicReference<Downstream> downstream = new AtomicReference<>();
-        String logged = CapturedLog.during(() -> {
-            downstream.set(run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE));
-            vts.advanceTimeBy(Duration.ofSeconds(10));
-        });
+        downstream.set(run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE));
+        vts.advanceTimeBy(Duration.ofSeconds(10));
+        String logged = ExpectedLogs.text();
 
         assertSame(permanent, downstream.get().error.get());
         assertTrue(logged.contains("ERROR " + ClaimLoop.class.getName()), logged);

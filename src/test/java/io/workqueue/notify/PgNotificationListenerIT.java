@@ -23,7 +23,10 @@ import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
+@ExtendWith(ExpectedLogs.class)
 class PgNotificationListenerIT {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
     private static String prefix;

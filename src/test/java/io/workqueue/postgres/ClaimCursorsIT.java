@@ -30,6 +30,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Claims read each priority band from a cursor, so their cost does not grow with the history a held
@@ -43,6 +45,7 @@ import reactor.core.publisher.Mono;
  * seconds. The timing bound is loose on purpose ({@link #BOUND}, against about a second measured on
  * a quiet machine), since CI machines are shared; the order is what each test pins exactly.
  */
+@ExtendWith(ExpectedLogs.class)
 class ClaimCursorsIT {
     private static final Duration WAIT = Duration.ofSeconds(30);
     private static final Duration LEASE = Duration.ofMinutes(5);

@@ -21,6 +21,8 @@ import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Sinks;
 import reactor.test.StepVerifier;
 import reactor.test.subscriber.TestSubscriber;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * {@code claimStream(lease, poll)}: demand-paced leasing, waiting after a short batch, cancellation,
@@ -29,6 +31,7 @@ import reactor.test.subscriber.TestSubscriber;
  * <p>Demand is driven from the test thread with a {@link TestSubscriber}, so that the test can read
  * {@code stats()} between requests without blocking a driver thread.
  */
+@ExtendWith(ExpectedLogs.class)
 class ClaimStreamIT {
     private static final Duration WAIT = Duration.ofSeconds(10);
     private static final Duration LEASE = Duration.ofMinutes(5);

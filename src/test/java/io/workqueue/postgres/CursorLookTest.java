@@ -14,8 +14,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Sinks;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /** {@link CursorLook}'s pacing and what it does with what it finds, on a clock of the test's. */
+@ExtendWith(ExpectedLogs.class)
 class CursorLookTest {
     private static final long MS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long NOW_MICROS = 1_000_000_000_000L;

@@ -19,12 +19,15 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * A backlog after a stall: everything that piled up while the table was locked must drain at the
  * database's pace, in writes that each fit in {@code writeTimeout}, rather than as one write too
  * large to ever commit in time.
  */
+@ExtendWith(ExpectedLogs.class)
 class GroupCommitBacklogIT {
     private static final Logger log = LoggerFactory.getLogger(GroupCommitBacklogIT.class);
     private static final int CALLERS = 200_000;

@@ -40,6 +40,8 @@ import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * The group-committed {@code enqueue}: merged writes, one in flight per instance, each caller told
@@ -49,6 +51,7 @@ import reactor.core.scheduler.Schedulers;
  * <p>Several tests park the first write behind a row lock held by another transaction
  * ({@link RowLock}), so that later callers deterministically accumulate into the next write.
  */
+@ExtendWith(ExpectedLogs.class)
 class GroupCommitIT {
     private static final Duration WAIT = Duration.ofSeconds(10);
     private static final Duration LEASE = Duration.ofMinutes(5);

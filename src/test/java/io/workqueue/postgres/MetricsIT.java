@@ -19,7 +19,10 @@ import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
+@ExtendWith(ExpectedLogs.class)
 class MetricsIT {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 

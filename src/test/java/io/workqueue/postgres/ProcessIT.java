@@ -25,7 +25,10 @@ import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
+@ExtendWith(ExpectedLogs.class)
 class ProcessIT {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
     private static String prefix;

@@ -18,12 +18,15 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * A stored key the codec can no longer decode (a record component removed in a rolling deploy,
  * with unknown properties refused) never blocks the healthy items leased with it: they are
  * delivered, and it is set aside with its error recorded until it stalls.
  */
+@ExtendWith(ExpectedLogs.class)
 class UndecodableKeyIT {
     private static final Duration WAIT = Duration.ofSeconds(20);
     private static String prefix;

@@ -20,8 +20,11 @@ import java.util.List;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /** complete, release, remove and reap: what each touches, what each leaves alone, what each counts. */
+@ExtendWith(ExpectedLogs.class)
 class WritersIT {
     private static final Duration WAIT = Duration.ofSeconds(10);
     private static final Duration LEASE = Duration.ofMinutes(5);

@@ -36,6 +36,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * The queue behind a real PgBouncer in transaction pooling mode. r2dbc-postgresql names the
@@ -46,6 +48,7 @@ import reactor.core.publisher.Mono;
  * transaction, and the whole contract holds through the pooler. {@code LISTEN} is session state,
  * so the listener connects to PostgreSQL directly, beside the pooler.
  */
+@ExtendWith(ExpectedLogs.class)
 class PgBouncerIT {
     private static final Duration WAIT = Duration.ofSeconds(30);
     private static String prefix;

@@ -37,11 +37,14 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.core.ResolvableType;
 import reactor.core.publisher.Mono;
 import tools.jackson.databind.JacksonModule;
+import org.junit.jupiter.api.extension.ExtendWith;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * Every condition of the auto-configuration, in contexts that never reach a database: the R2DBC URL
  * points where nothing listens, which also proves that starting the context needs no connection.
  */
+@ExtendWith(ExpectedLogs.class)
 class WorkQueueAutoConfigurationTest {
     /** A record key, stored as JSON by the default codec. */
     record TileKey(String layer, int x, int y) {}

@@ -26,15 +26,14 @@ import org.springframework.boot.health.contributor.ReactiveHealthIndicator;
 import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
 import org.springframework.boot.r2dbc.autoconfigure.R2dbcAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.boot.test.system.CapturedOutput;
-import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import reactor.core.publisher.Mono;
 import tools.jackson.databind.JacksonModule;
+import io.workqueue.testing.ExpectedLogs;
 
 /** The auto-configuration against the real server: schema, workers, restarts, housekeeping, health. */
-@ExtendWith(OutputCaptureExtension.class)
+@ExtendWith(ExpectedLogs.class)
 class WorkQueueStarterIT {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
@@ -92,7 +91,7 @@ class WorkQueueStarterIT {
     }
 
     @Test
-    void aHandlerBeanProcessesItsQueueAndIsRestartedWhenItsStreamFails(CapturedOutput output) {
+    void aHandlerBeanProcessesItsQueueAndIsRestartedWhenItsStreamFails() {
         String prefix = TestDatabase.uniquePrefix(); // no table yet: the worker's first claims fail for good
         runner.withUserConfiguration(RecordingHandler.class)
                 .withPropertyValues("workqueue.table-prefix=" + prefix,
@@ -103,7 +102,7 @@ class WorkQueueStarterIT {
                         "workqueue.queues.jobs.worker.max-restart-backoff=200ms",
                         "workqueue.housekeeping.enabled=false")
                 .run(context -> {
-                    await().atMost(TIMEOUT).until(() -> output.getAll().contains(
+                    await().atMost(TIMEOUT).until(() -> ExpectedLogs.text().contains(
                             "worker of queue jobs (handler recorder) ended on an error; restarting it"));
                     WorkQueueMigrations.apply(TestDatabase.plain(), prefix).block(TIMEOUT);
                     ReactiveWorkQueue<String> jobs = queue(context.getBean("jobs"));

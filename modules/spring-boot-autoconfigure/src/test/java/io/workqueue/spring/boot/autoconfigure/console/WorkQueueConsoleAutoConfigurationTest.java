@@ -22,12 +22,14 @@ import org.springframework.boot.web.server.context.WebServerInitializedEvent;
 import org.springframework.test.web.reactive.server.WebTestClient;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.ServerResponse;
+import io.workqueue.testing.ExpectedLogs;
 
 /**
  * When the console is served: only in a reactive web application, only when enabled, under its
  * path. None of this needs a database (the page opens no connection).
  */
 @ExtendWith(OutputCaptureExtension.class)
+@ExtendWith(ExpectedLogs.class)
 class WorkQueueConsoleAutoConfigurationTest {
     private static final AutoConfigurations CONFIGURATIONS = AutoConfigurations.of(R2dbcAutoConfiguration.class,
             WorkQueueAutoConfiguration.class, WorkQueueConsoleAutoConfiguration.class);
