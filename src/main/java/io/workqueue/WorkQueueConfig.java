@@ -79,7 +79,7 @@ public final class WorkQueueConfig {
         // Named as the caller named it, so a message about the deprecated alias does not point
         // at a setter the caller never called.
         this.writeTimeout = Durations.capped(
-                requireAtLeast(b.writeTimeoutSetter, b.writeTimeout, Duration.ofNanos(1)));
+                requireAtLeast("writeTimeout", b.writeTimeout, Duration.ofNanos(1)));
         this.deleteOnComplete = b.deleteOnComplete;
         this.maxWriteBatch = requireAtLeast("maxWriteBatch", b.maxWriteBatch, 1);
         this.horizonWarning = Durations.capped(
@@ -294,18 +294,6 @@ public final class WorkQueueConfig {
     }
 
     /**
-     * The former name of {@link #writeTimeout()}, from when it bounded enqueues only.
-     *
-     * @return {@link #writeTimeout()}, always
-     * @deprecated it bounds every group-committed write, not only enqueues; use
-     *             {@link #writeTimeout()}, which returns the same value.
-     */
-    @Deprecated
-    public Duration enqueueTimeout() {
-        return writeTimeout;
-    }
-
-    /**
      * Whether completing an item deletes its row at once instead of marking it completed and
      * keeping it for {@link #retention()}. Opt-in, because it trades history for speed: completing
      * costs one row delete instead of a row update now and the reaper's delete later. When it is
@@ -451,7 +439,6 @@ public final class WorkQueueConfig {
         private @Nullable Duration minWakeInterval = DEFAULT_MIN_WAKE_INTERVAL;
         private @Nullable Duration writeTimeout = DEFAULT_WRITE_TIMEOUT;
         /** Which setter gave {@link #writeTimeout}, for the message if it is refused. */
-        private String writeTimeoutSetter = "writeTimeout";
         private boolean deleteOnComplete = DEFAULT_DELETE_ON_COMPLETE;
         private int maxWriteBatch = DEFAULT_MAX_WRITE_BATCH;
         private @Nullable Duration horizonWarning = DEFAULT_HORIZON_WARNING;
@@ -582,22 +569,6 @@ public final class WorkQueueConfig {
          */
         public Builder writeTimeout(Duration writeTimeout) {
             this.writeTimeout = writeTimeout;
-            this.writeTimeoutSetter = "writeTimeout";
-            return this;
-        }
-
-        /**
-         * The former name of {@link #writeTimeout(Duration)}: sets the same setting.
-         *
-         * @param enqueueTimeout the bound on one group-committed write
-         * @return this builder
-         * @deprecated it bounds every group-committed write, not only enqueues; use
-         *             {@link #writeTimeout(Duration)}, which sets the same value.
-         */
-        @Deprecated
-        public Builder enqueueTimeout(Duration enqueueTimeout) {
-            this.writeTimeout = enqueueTimeout;
-            this.writeTimeoutSetter = "enqueueTimeout";
             return this;
         }
 

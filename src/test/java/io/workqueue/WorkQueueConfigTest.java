@@ -135,40 +135,12 @@ class WorkQueueConfigTest {
         assertEquals(Duration.ofSeconds(3), builder().retention(null).retention(Duration.ofSeconds(3)).build().retention());
     }
 
-    // ------------------------------------------------------------------ writeTimeout and its old name
+    // ------------------------------------------------------------------ writeTimeout
 
     @Test
-    @SuppressWarnings("deprecation") // the point: the old name still compiles and means the same setting
-    void enqueueTimeoutIsAnAliasOfWriteTimeout() {
-        WorkQueueConfig viaOldName = builder().enqueueTimeout(Duration.ofMillis(250)).build();
-        WorkQueueConfig viaNewName = builder().writeTimeout(Duration.ofMillis(250)).build();
-        assertEquals(viaNewName, viaOldName);
-        assertEquals(Duration.ofMillis(250), viaOldName.writeTimeout());
-        assertEquals(Duration.ofMillis(250), viaOldName.enqueueTimeout());
-        assertEquals(Duration.ofMillis(250), viaNewName.enqueueTimeout());
-        assertEquals(Duration.ofSeconds(10), builder().build().enqueueTimeout(), "the same default");
-        assertEquals(Duration.ofSeconds(2),
-                builder().enqueueTimeout(Duration.ofSeconds(1)).writeTimeout(Duration.ofSeconds(2)).build().writeTimeout(),
-                "one setting: the last call wins, whichever name it used");
-        assertEquals(Duration.ofSeconds(1),
-                builder().writeTimeout(Duration.ofSeconds(2)).enqueueTimeout(Duration.ofSeconds(1)).build().writeTimeout());
-    }
-
-    @Test
-    @SuppressWarnings("deprecation")
-    void aRefusedTimeoutIsNamedAsTheCallerNamedIt() {
-        assertMentions(refused(b -> b.enqueueTimeout(Duration.ZERO)), "enqueueTimeout", "PT0S");
+    void aRefusedTimeoutIsNamed() {
         assertMentions(refused(b -> b.writeTimeout(Duration.ZERO)), "writeTimeout", "PT0S");
-        assertMentions(refused(b -> b.enqueueTimeout(Duration.ZERO).writeTimeout(null)), "writeTimeout", "null");
-    }
-
-    @Test
-    @SuppressWarnings("deprecation")
-    void theOldAccessorIsDeprecatedAndTheNewOneIsNot() throws NoSuchMethodException {
-        assertTrue(WorkQueueConfig.class.getMethod("enqueueTimeout").isAnnotationPresent(Deprecated.class));
-        assertTrue(WorkQueueConfig.Builder.class.getMethod("enqueueTimeout", Duration.class)
-                .isAnnotationPresent(Deprecated.class));
-        assertFalse(WorkQueueConfig.class.getMethod("writeTimeout").isAnnotationPresent(Deprecated.class));
+        assertMentions(refused(b -> b.writeTimeout(null)), "writeTimeout", "null");
     }
 
     @Test

@@ -10,7 +10,6 @@ import java.util.Map;
 import java.util.function.BiConsumer;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
-import org.springframework.boot.context.properties.DeprecatedConfigurationProperty;
 import org.springframework.validation.Errors;
 import org.springframework.validation.Validator;
 
@@ -404,28 +403,6 @@ public class WorkQueueProperties implements Validator {
         /** Sets {@link #getWriteTimeout()}. */
         public void setWriteTimeout(Duration writeTimeout) {
             this.writeTimeout = writeTimeout;
-        }
-
-        /**
-         * The former name of {@link #getWriteTimeout()}, from before it bounded completes and claims
-         * too; the same value.
-         *
-         * @deprecated use {@code write-timeout}
-         */
-        @Deprecated
-        @DeprecatedConfigurationProperty(replacement = "workqueue.queues.*.write-timeout")
-        public Duration getEnqueueTimeout() {
-            return writeTimeout;
-        }
-
-        /**
-         * Sets {@link #getWriteTimeout()} under its former name.
-         *
-         * @deprecated use {@code write-timeout}
-         */
-        @Deprecated
-        public void setEnqueueTimeout(Duration enqueueTimeout) {
-            this.writeTimeout = enqueueTimeout;
         }
 
         /** See {@link WorkQueueConfig#deleteOnComplete()}. */

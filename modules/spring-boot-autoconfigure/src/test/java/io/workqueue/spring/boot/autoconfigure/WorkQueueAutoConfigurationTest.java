@@ -144,16 +144,6 @@ class WorkQueueAutoConfigurationTest {
     }
 
     @Test
-    void theFormerNameOfWriteTimeoutStillSetsIt() {
-        runner.withPropertyValues("workqueue.queues.tiles.enqueue-timeout=4s")
-                .run(context -> {
-                    WorkQueueProperties properties = context.getBean(WorkQueueProperties.class);
-                    assertThat(properties.configOf("tiles", properties.getQueues().get("tiles")).writeTimeout())
-                            .isEqualTo(Duration.ofSeconds(4));
-                });
-    }
-
-    @Test
     void everyWorkerPropertyReachesTheWorkerOptions() {
         runner.withPropertyValues(
                         "workqueue.queues.tiles.worker.concurrency=3",
