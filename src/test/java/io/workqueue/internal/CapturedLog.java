@@ -10,11 +10,11 @@ import java.nio.charset.StandardCharsets;
  * the time of each line) logs while a piece of code runs on the calling thread; the lines still
  * reach the real standard error too. For the loops whose only report of a failure is a log line.
  */
-final class CapturedLog {
+public final class CapturedLog {
     private CapturedLog() {}
 
     /** Runs {@code body} and returns what was logged meanwhile. */
-    static String during(Runnable body) {
+    public static String during(Runnable body) {
         PrintStream original = System.err;
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
         OutputStream both = new OutputStream() {
