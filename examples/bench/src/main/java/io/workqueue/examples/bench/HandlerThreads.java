@@ -116,10 +116,12 @@ public final class HandlerThreads {
                 command.trim(), machine.get("date_utc"), machine.get("load_average_start"), machine.get("load_average_end"),
                 machine.get("git_commit"), Boolean.TRUE.equals(machine.get("git_dirty")) ? ", uncommitted changes" : "",
                 n, capSeconds, rounds));
-        md.append("- **worker's pool** (the default): each handler call is handed to the worker's own pool of at most B"
-                + " threads; its completion comes back to the worker's loop.\n");
-        md.append("- **driver's threads**: `WorkerOptions.handlerScheduler(Schedulers.immediate())`, handlers called"
-                + " in the loop on the thread that delivered the claim, as before the option existed.\n\n");
+        md.append("- **worker's pool** (the default): a claim's handler calls are handed to the worker's own pool (at"
+                + " most B threads), one thread making them back to back; their completions come back to the worker's"
+                + " loop.\n");
+        md.append("- **driver's threads**: `WorkerOptions.handlerScheduler(Schedulers.immediate())`: handlers called"
+                + " in the worker's loop, on the thread that delivered the claim (what `process()` did before it moved"
+                + " handlers off those threads).\n\n");
         md.append("| cell | worker's pool items/s | driver's threads items/s | pool ÷ driver | client CPU µs/item pool / driver"
                 + " | server CPU µs/item pool / driver | rounds (pool; driver) |\n|---|---|---|---|---|---|---|\n");
         Map<String, Object> summary = new LinkedHashMap<>();
