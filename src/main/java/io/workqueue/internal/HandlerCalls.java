@@ -22,8 +22,9 @@ import reactor.core.scheduler.Scheduler;
  * it on its runner, so a watchdog on the timer looks every {@code patience} while calls wait: if no
  * runner has started a call since its last look, the runners are stuck (blocked, or busy with long
  * calls), and it doubles them (at least one more, never more than the calls waiting, never more
- * than {@code maxRunners} in all, the worker's concurrency). So with concurrency 16, sixteen calls
- * that block are all under way after about five looks; calls that take longer than
+ * than {@code maxRunners} in all, the worker's concurrency). A look that finds the runners it
+ * added busy starting calls waits for the next, so with concurrency 16, sixteen calls that block
+ * are all under way after about eight looks (a few patiences); calls that take longer than
  * {@code patience} without blocking (CPU-bound ones) spread over more runners the same way, while
  * runners that keep starting calls (a batch of quick ones, however long the batch) get no help
  * they do not need.
@@ -33,10 +34,10 @@ import reactor.core.scheduler.Scheduler;
  * meant for its previous call before it makes the next one. If the scheduler refuses a runner
  * (shut down, or saturated) and none is left, the waiting calls are handed to {@code refused}.
  *
- * @param <C> the worker's calls
- *
  * <p>Thread-safe: the worker's loop submits and stops calls, runners and the watchdog run on other
  * threads. {@code startedAll} runs on whichever thread left no call waiting, after that call.
+ *
+ * @param <C> the worker's calls
  */
 final class HandlerCalls<C extends HandlerCalls.Call> {
     /** One call: made at most once, on a runner's thread; stoppable from any thread. */
