@@ -334,6 +334,7 @@ public final class Worker<K> {
                 return;
             }
             boolean timed = onDeliveringThread || Schedulers.isInNonBlockingThread();
+            // Real time, not the timer's: how long the thread was actually held.
             long start = timed ? System.nanoTime() : 0L;
             try {
                 Publisher<?> work = Objects.requireNonNull(handler.apply(run.item), "handler returned null");
