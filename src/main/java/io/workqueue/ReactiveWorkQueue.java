@@ -386,8 +386,15 @@ public interface ReactiveWorkQueue<K> {
      * finish is still completed (retried like any acknowledgement). Items leased by a round that was
      * in flight at cancellation are released at once.
      *
-     * <p>Handlers are called on the driver's event-loop threads: a handler that blocks must move its
-     * work elsewhere itself (e.g. {@code subscribeOn(Schedulers.boundedElastic())}).
+     * <p><b>Threads.</b> Handlers never run on the database driver's threads unless asked to: by
+     * default each subscription calls its handler, and subscribes to what it returns, on a pool of
+     * its own of at most {@code concurrency} threads, where blocking is allowed. A handler that
+     * blocks costs only its own slot; enqueues, other queues' claims and health checks go on. The
+     * pool is shut down gracefully when the stream ends; a handler still blocking its thread when
+     * its lease ends is interrupted. {@link WorkerOptions#handlerScheduler()} chooses another
+     * scheduler, among them {@code Schedulers.immediate()}: the driver's threads, no hand-off, for
+     * handlers that never block; a call that holds such a thread longer than 100 ms is logged at
+     * WARN naming the handler.
      *
      * @param handler does the work of one item; its publisher's completion is success, its error
      *                failure; what it emits is ignored

@@ -3,13 +3,16 @@ package io.workqueue;
 import io.workqueue.internal.base.Durations;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.function.IntFunction;
 import org.jspecify.annotations.Nullable;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The settings of one worker started by {@link ReactiveWorkQueue#process}: how many handlers run
  * at once, the lease each claim takes, how long to wait when the queue is empty, how much one claim
- * asks for, and how long a failed item waits before it is due again.
+ * asks for, how long a failed item waits before it is due again, and on which threads handlers run.
  *
  * <p>Immutable and thread-safe (as long as the back-off function is). Every instance is valid:
  * {@link Builder#build()} refuses a bad value with an {@link InvalidConfigException} that names the
@@ -18,7 +21,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <p><b>Growth.</b> A final class built only through {@link #builder()} (or {@link #toBuilder()}),
  * never through a constructor, so that a later release can add a setting without breaking code
- * compiled against this one. Equality is by value; the back-off function compares by identity.
+ * compiled against this one. Equality is by value; the back-off function and the handler scheduler
+ * compare by identity.
  */
 public final class WorkerOptions {
 
@@ -34,6 +38,7 @@ public final class WorkerOptions {
     private final Duration poll;
     private final int claimBatch;
     private final IntFunction<Duration> backoff;
+    private final @Nullable Scheduler handlerScheduler;
 
     /** Validates the builder's values and caps the lease and poll; the only way an instance is made. */
     private WorkerOptions(Builder b) {
@@ -57,11 +62,17 @@ public final class WorkerOptions {
                     + " WorkerOptions::exponentialBackoff");
         }
         this.backoff = function;
+        if (b.handlerSchedulerSet && b.handlerScheduler == null) {
+            throw new InvalidConfigException("handlerScheduler must not be null but was null; leave it unset for"
+                    + " the worker's own pool");
+        }
+        this.handlerScheduler = b.handlerScheduler;
     }
 
     /**
      * Starts a builder from the defaults: concurrency 16, lease 30 s, poll 1 s, claim batch 100,
-     * and {@link #exponentialBackoff} (one second doubling with each attempt up to five minutes).
+     * {@link #exponentialBackoff} (one second doubling with each attempt up to five minutes), and
+     * handlers on the worker's own pool (see {@link #handlerScheduler()}).
      *
      * @return a new builder
      */
@@ -81,6 +92,8 @@ public final class WorkerOptions {
         builder.poll = poll;
         builder.claimBatch = claimBatch;
         builder.backoff = backoff;
+        builder.handlerScheduler = handlerScheduler;
+        builder.handlerSchedulerSet = handlerScheduler != null;
         return builder;
     }
 
@@ -168,6 +181,50 @@ public final class WorkerOptions {
     }
 
     /**
+     * Where handlers run: the scheduler on which the worker calls the handler and subscribes to
+     * what it returns, or empty for the default, a pool of the worker's own.
+     *
+     * <p><b>The default: a pool per worker, sized by its concurrency.</b> Each subscription of
+     * {@code process} gets a bounded-elastic pool of at most {@link #concurrency()} threads (named
+     * {@code workqueue-<queue name>-<n>}), started as handlers need them, ended after 60 s idle,
+     * and shut down gracefully when the worker's stream ends (handlers still running finish).
+     * Blocking is allowed there, and BlockHound permits it. So a handler that blocks costs only its
+     * own slot: with concurrency 16, sixteen blocking handlers block at once, and the driver's
+     * threads stay free for enqueues, other queues' claims and health checks. Not the shared
+     * {@code Schedulers.boundedElastic()}: its threads are capped at ten per core for the whole JVM
+     * and shared with everything else there, so one queue's blocked handlers would hold up another
+     * queue's, and the application's own blocking work.
+     *
+     * <p><b>What the hand-off costs.</b> The calls of one claim are handed over together: one pool
+     * thread makes them one after another, so a batch of quick handlers costs one thread hand-off,
+     * not one per item, and the worker acknowledges the batch in one statement as before. When a
+     * call has kept every thread busy for a millisecond with others waiting (it blocks, or computes
+     * for long), the worker doubles the threads working through the batch, up to
+     * {@code concurrency}. What remains is a hand-off per claim and back, and up to
+     * {@code concurrency} threads per running worker while handlers block; it shows most with small
+     * claim batches (measured in {@code docs/benchmarks/handler-scheduler/}). A handler still
+     * blocking its thread when its lease ends is interrupted, as {@code subscribeOn} does on
+     * cancellation; one that ignores the interrupt keeps its thread, and the worker has one thread
+     * fewer than slots until it returns.
+     *
+     * <p><b>A scheduler of your own</b> is used the same way (the calls of a claim handed over
+     * together, at most {@code concurrency} of its threads at once) and never disposed by the
+     * worker; {@code Schedulers.boundedElastic()} shares the JVM's pool. {@link Schedulers#immediate()}
+     * runs handlers in the worker's loop, where the claim was delivered, on the database driver's
+     * event-loop threads, with no hand-off: the cheapest choice for handlers that never block. There,
+     * a handler that blocks stalls every statement of the process on that thread; the worker
+     * measures how long each call ({@code handler.apply(item)} and the synchronous part of
+     * subscribing) held a driver or other non-blocking Reactor thread, and logs a WARN naming the
+     * queue, the handler (its {@code toString()}) and the time when it exceeds 100 ms (at most once
+     * a minute per worker, with a count of the others).
+     *
+     * @return the scheduler handlers run on, or empty for the worker's own pool (the default)
+     */
+    public Optional<Scheduler> handlerScheduler() {
+        return Optional.ofNullable(handlerScheduler);
+    }
+
+    /**
      * Whether {@code other} holds the same settings (the same back-off function instance).
      *
      * @param other any object, or {@code null}
@@ -180,7 +237,8 @@ public final class WorkerOptions {
                 && lease.equals(that.lease)
                 && poll.equals(that.poll)
                 && claimBatch == that.claimBatch
-                && backoff.equals(that.backoff);
+                && backoff.equals(that.backoff)
+                && handlerScheduler == that.handlerScheduler;
     }
 
     /**
@@ -190,7 +248,7 @@ public final class WorkerOptions {
      */
     @Override
     public int hashCode() {
-        return Objects.hash(concurrency, lease, poll, claimBatch, backoff);
+        return Objects.hash(concurrency, lease, poll, claimBatch, backoff, System.identityHashCode(handlerScheduler));
     }
 
     /**
@@ -201,7 +259,8 @@ public final class WorkerOptions {
     @Override
     public String toString() {
         return "WorkerOptions[concurrency=" + concurrency + ", lease=" + lease + ", poll=" + poll
-                + ", claimBatch=" + claimBatch + ", backoff=" + backoff + "]";
+                + ", claimBatch=" + claimBatch + ", backoff=" + backoff + ", handlerScheduler="
+                + (handlerScheduler == null ? "worker's own pool" : handlerScheduler) + "]";
     }
 
     private static Duration requirePositive(String field, @Nullable Duration value) {
@@ -220,6 +279,9 @@ public final class WorkerOptions {
         private @Nullable Duration poll = DEFAULT_POLL;
         private int claimBatch = DEFAULT_CLAIM_BATCH;
         private @Nullable IntFunction<Duration> backoff = WorkerOptions::exponentialBackoff;
+        private @Nullable Scheduler handlerScheduler;
+        /** Whether {@link #handlerScheduler(Scheduler)} was called, so that a null given there is refused. */
+        private boolean handlerSchedulerSet;
 
         private Builder() {}
 
@@ -279,6 +341,22 @@ public final class WorkerOptions {
          */
         public Builder backoff(IntFunction<Duration> backoff) {
             this.backoff = backoff;
+            return this;
+        }
+
+        /**
+         * Runs handlers on {@code scheduler} instead of the worker's own pool; see
+         * {@link WorkerOptions#handlerScheduler()} for what each choice costs.
+         * {@code Schedulers.immediate()} runs them on the database driver's threads, where a
+         * handler must never block.
+         *
+         * @param scheduler where to call handlers and subscribe to their publishers; never
+         *                  {@code null}; the worker never disposes it
+         * @return this builder
+         */
+        public Builder handlerScheduler(Scheduler scheduler) {
+            this.handlerScheduler = scheduler;
+            this.handlerSchedulerSet = true;
             return this;
         }
 

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.IntFunction;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
@@ -16,6 +17,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 class WorkerOptionsTest {
 
@@ -60,6 +63,7 @@ class WorkerOptionsTest {
         assertEquals(Duration.ofSeconds(30), options.lease());
         assertEquals(Duration.ofSeconds(1), options.poll());
         assertEquals(100, options.claimBatch());
+        assertEquals(Optional.empty(), options.handlerScheduler(), "the worker's own pool");
         for (int attempts = 0; attempts < 40; attempts++) {
             assertEquals(WorkerOptions.exponentialBackoff(attempts), options.backoff().apply(attempts));
         }
@@ -76,7 +80,8 @@ class WorkerOptionsTest {
                 Arguments.of("poll", "PT-1S", (UnaryOperator<WorkerOptions.Builder>) b -> b.poll(Duration.ofSeconds(-1))),
                 Arguments.of("poll", "null", (UnaryOperator<WorkerOptions.Builder>) b -> b.poll(null)),
                 Arguments.of("claimBatch", "0", (UnaryOperator<WorkerOptions.Builder>) b -> b.claimBatch(0)),
-                Arguments.of("backoff", "null", (UnaryOperator<WorkerOptions.Builder>) b -> b.backoff(null)));
+                Arguments.of("backoff", "null", (UnaryOperator<WorkerOptions.Builder>) b -> b.backoff(null)),
+                Arguments.of("handlerScheduler", "null", (UnaryOperator<WorkerOptions.Builder>) b -> b.handlerScheduler(null)));
     }
 
     /**
@@ -120,9 +125,28 @@ class WorkerOptionsTest {
         assertNotEquals(options, options.toBuilder().poll(Duration.ofMillis(300)).build());
         assertNotEquals(options, options.toBuilder().claimBatch(9).build());
         assertNotEquals(options, options.toBuilder().backoff(attempts -> Duration.ofSeconds(7)).build());
+        assertNotEquals(options, options.toBuilder().handlerScheduler(Schedulers.immediate()).build());
         String text = options.toString();
-        for (String part : List.of("concurrency=4", "lease=PT5S", "poll=PT0.2S", "claimBatch=8", "backoff=")) {
+        for (String part : List.of("concurrency=4", "lease=PT5S", "poll=PT0.2S", "claimBatch=8", "backoff=",
+                "handlerScheduler=worker's own pool")) {
             assertTrue(text.contains(part), () -> text + " should contain " + part);
+        }
+    }
+
+    @Test
+    void theHandlerSchedulerComparesByIdentityAndSurvivesTheRoundTrip() {
+        Scheduler mine = Schedulers.newSingle("mine");
+        try {
+            WorkerOptions options = WorkerOptions.builder().handlerScheduler(mine).build();
+            assertSame(mine, options.handlerScheduler().orElseThrow());
+            assertEquals(options, options.toBuilder().build());
+            assertEquals(options.hashCode(), options.toBuilder().build().hashCode());
+            assertEquals(options, WorkerOptions.builder().handlerScheduler(mine).build());
+            assertNotEquals(options, WorkerOptions.builder().handlerScheduler(Schedulers.immediate()).build());
+            assertNotEquals(options, WorkerOptions.builder().build());
+            assertTrue(options.toString().contains("handlerScheduler=" + mine), options::toString);
+        } finally {
+            mine.dispose();
         }
     }
 }

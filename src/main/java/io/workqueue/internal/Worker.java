@@ -10,16 +10,23 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscription;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
+import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.FluxSink;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Operators;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The loop behind {@code process}: lease up to the free handler slots, run the handler on each
@@ -34,6 +41,20 @@ import reactor.core.scheduler.Scheduler;
  * waiting for downstream demand). At most {@code concurrency} items are running or releasing, and
  * a claim is sized so that everything that will be emitted stays within downstream demand plus
  * {@code concurrency}: so at most {@code concurrency} completed items are ever buffered.
+ *
+ * <p><b>Where handlers run.</b> Calling a handler and subscribing to its publisher happen on the
+ * options' {@link WorkerOptions#handlerScheduler() handler scheduler}, by default a bounded-elastic
+ * pool of {@code concurrency} threads that each subscription creates and shuts down gracefully
+ * when its stream ends. The calls go through {@link HandlerCalls}, which hands a claim's calls to
+ * one thread and adds threads only when calls are stuck behind a slow one; the loop holds its next
+ * round back while calls are still being handed out, so that a batch of quick handlers is
+ * acknowledged by one round, as when they ran in the loop. With {@code Schedulers.immediate()} they
+ * do run in the loop, on the thread that delivered the claim. Either way a handler's outcome comes
+ * back into the loop as an event, so the state above stays confined to it; the call itself touches
+ * nothing of the loop's but its own {@code Run}, whose cancellation is thread-safe. A call that
+ * held a non-blocking thread (a driver's event loop, a Reactor parallel thread) for longer than
+ * {@link #HELD_THREAD_WARNING} is logged at WARN, at most once per
+ * {@link #HELD_THREAD_WARNING_INTERVAL} per worker.
  *
  * <p>Handlers are hostile until proven otherwise: a handler that throws (anything, including an
  * {@link Error}) or returns {@code null} fails its own item only; a back-off function that throws
@@ -55,6 +76,20 @@ import reactor.core.scheduler.Scheduler;
  */
 public final class Worker<K> {
     private static final Logger log = LoggerFactory.getLogger(Worker.class);
+
+    /** How long a handler call may hold a non-blocking thread before the worker says so. */
+    static final Duration HELD_THREAD_WARNING = Duration.ofMillis(100);
+    /** The least time between two such warnings of one worker; the ones between are counted. */
+    static final Duration HELD_THREAD_WARNING_INTERVAL = Duration.ofMinutes(1);
+    /**
+     * How often the worker looks for handler calls stuck behind a slow one (see
+     * {@link HandlerCalls}); a blocking handler's neighbours in a batch start within a few looks.
+     */
+    static final Duration HANDLER_PATIENCE = Duration.ofMillis(1);
+    /** How long an idle thread of a worker's own pool lives. */
+    private static final int POOL_THREAD_TTL_SECONDS = 60;
+    /** Thread names carry the queue name, cut to this many characters (a name may be 512). */
+    private static final int THREAD_NAME_QUEUE_CHARS = 40;
 
     private final ReactiveWorkQueue<K> queue;
     private final Function<Item<K>, ? extends Publisher<?>> handler;
@@ -81,23 +116,60 @@ public final class Worker<K> {
         this.stop = stop;
     }
 
-    /** Cold: each subscription runs its own worker, emitting each item once it is completed. */
+    /**
+     * Cold: each subscription runs its own worker, emitting each item once it is completed. Unless
+     * the options name a handler scheduler, each subscription creates a pool of its own for its
+     * handlers and shuts it down gracefully (running handlers finish) when its stream ends.
+     */
     public Flux<Item<K>> flux() {
         // ERROR, not BUFFER: the worker keeps its own bounded buffer and never emits beyond demand.
         return Flux.create(sink -> {
-            Loop loop = new Loop(sink);
+            Scheduler given = options.handlerScheduler().orElse(null);
+            Scheduler handlers = given != null ? given : ownPool();
+            Loop loop = new Loop(sink, handlers);
             loop.start();
             Disposable watch = Mono.from(stop).subscribe(
                     ignored -> loop.signal(loop::beginStop),
                     error -> loop.signal(loop::beginStop),
                     () -> loop.signal(loop::beginStop));
-            sink.onDispose(watch);
+            // A sink keeps one dispose callback: a second would be disposed at once.
+            sink.onDispose(given != null ? watch : Disposables.composite(watch, () -> shutDown(handlers)));
         }, FluxSink.OverflowStrategy.ERROR);
+    }
+
+    /**
+     * A pool for one worker's handlers: one thread per slot at most, so a blocking handler costs
+     * only its own slot; threads start as handlers need them and end when idle. The queue of
+     * waiting calls is unbounded because the worker bounds it: it never has more calls than slots.
+     */
+    private Scheduler ownPool() {
+        String name = queue.name();
+        String label = name.length() > THREAD_NAME_QUEUE_CHARS ? name.substring(0, THREAD_NAME_QUEUE_CHARS) : name;
+        return Schedulers.newBoundedElastic(options.concurrency(), Integer.MAX_VALUE, "workqueue-" + label,
+                POOL_THREAD_TTL_SECONDS, true);
+    }
+
+    /**
+     * Shuts a worker's own pool down without interrupting anything: calls already handed to it
+     * still run (cancelling a worker does not cancel its running handlers), later ones are refused.
+     */
+    private void shutDown(Scheduler pool) {
+        pool.disposeGracefully().subscribe(null,
+                error -> log.debug("handler pool of queue {} did not shut down cleanly", queue.name(), error));
     }
 
     /** One subscription's worker; every field is confined to the loop's serial execution. */
     private final class Loop extends ClaimLoop<List<Item<K>>> {
         private final FluxSink<Item<K>> items;
+        private final Scheduler handlers;
+        /** How calls reach the handler scheduler; null when they run in the loop (immediate). */
+        private final @Nullable HandlerCalls<Run> calls;
+        /** Handlers run in the loop, where the claim arrived: a driver's thread in production. */
+        private final boolean onDeliveringThread;
+        private long heldWarnedAtMillis;
+        private boolean heldWarned;
+        private int heldUnreported;
+        private long heldUnreportedLongestNanos;
         private final Set<Run> running = new HashSet<>();
         private int releasing;
         private List<Item<K>> finished = new ArrayList<>();
@@ -108,9 +180,13 @@ public final class Worker<K> {
         /** A graceful stop was asked: claim nothing more, complete once everything has settled. */
         private boolean stopping;
 
-        Loop(FluxSink<Item<K>> sink) {
+        Loop(FluxSink<Item<K>> sink, Scheduler handlers) {
             super(queue.name(), sink, Backoff.MIN, Backoff.MAX, options.lease(), timer);
             this.items = sink;
+            this.handlers = handlers;
+            this.onDeliveringThread = handlers == Schedulers.immediate();
+            this.calls = onDeliveringThread ? null : new HandlerCalls<>(handlers, options.concurrency(), timer,
+                    HANDLER_PATIENCE, () -> signal(() -> {}), (run, refused) -> signal(() -> handlerFailed(run, refused)));
         }
 
         // ------------------------------------------------------------ rounds
@@ -136,6 +212,11 @@ public final class Worker<K> {
         @Nullable Round<List<Item<K>>> nextRound(boolean waiting) {
             // While waiting for work only an acknowledgement is urgent; its round then claims too.
             if (waiting && finished.isEmpty()) {
+                return null;
+            }
+            // Handlers of the last claim still being handed out: let them start (and the quick
+            // ones finish) so that one round acknowledges them all. The last to start signals.
+            if (calls != null && !cancelled() && calls.handingOut()) {
                 return null;
             }
             int claim = claimSize();
@@ -230,27 +311,72 @@ public final class Worker<K> {
 
         // ------------------------------------------------------------ handlers
 
+        /** Takes a slot for {@code item} and hands its handler call to the handler scheduler. */
         private void run(Item<K> item, Batch batch) {
             Run run = new Run(item, batch);
             running.add(run);
             batch.runs.add(run);
             batch.outstanding++;
-            Publisher<?> work;
-            try {
-                work = Objects.requireNonNull(handler.apply(item), "handler returned null");
-            } catch (Throwable error) {
-                handlerFailed(run, error);
+            if (calls == null) {
+                call(run);
+            } else {
+                calls.submit(run);
+            }
+        }
+
+        /**
+         * Calls the handler and subscribes to its publisher, on the handler scheduler's thread
+         * (outside the loop, unless that scheduler is the immediate one); what follows comes back
+         * as events. Skipped if the run was cancelled (its lease ended) before a thread took it.
+         */
+        private void call(Run run) {
+            if (run.isDisposed()) {
                 return;
             }
+            boolean timed = onDeliveringThread || Schedulers.isInNonBlockingThread();
+            // Real time, not the timer's: how long the thread was actually held.
+            long start = timed ? System.nanoTime() : 0L;
             try {
-                run.subscription = Flux.from(work).then().subscribe(
-                        null,
-                        error -> signal(() -> handlerFailed(run, error)),
-                        () -> signal(() -> handlerSucceeded(run)));
+                Publisher<?> work = Objects.requireNonNull(handler.apply(run.item), "handler returned null");
+                Flux.from(work).subscribe(run);
             } catch (Throwable error) {
                 // Reactor rethrows JVM-fatal errors (and a StackOverflowError) from subscribe.
-                handlerFailed(run, error);
+                signal(() -> handlerFailed(run, error));
             }
+            if (timed) {
+                long held = System.nanoTime() - start;
+                if (held >= HELD_THREAD_WARNING.toNanos()) {
+                    String thread = Thread.currentThread().getName();
+                    signal(() -> heldThread(run.item, held, thread));
+                }
+            }
+        }
+
+        /**
+         * A handler call held a non-blocking thread too long: say so, naming the handler, at most
+         * once per interval; the calls in between are counted into the next warning.
+         */
+        private void heldThread(Item<K> item, long heldNanos, String thread) {
+            long now = timer.now(TimeUnit.MILLISECONDS);
+            if (heldWarned && now - heldWarnedAtMillis < HELD_THREAD_WARNING_INTERVAL.toMillis()) {
+                heldUnreported++;
+                heldUnreportedLongestNanos = Math.max(heldUnreportedLongestNanos, heldNanos);
+                log.debug("handler {} of queue {} held non-blocking thread {} for {} ms on item {}",
+                        handler, name, thread, TimeUnit.NANOSECONDS.toMillis(heldNanos), item.key());
+                return;
+            }
+            String since = heldUnreported == 0 ? "" : "; " + heldUnreported + " more such calls since the last warning,"
+                    + " the longest " + TimeUnit.NANOSECONDS.toMillis(heldUnreportedLongestNanos) + " ms";
+            log.warn("handler {} of queue {} held non-blocking thread {} for {} ms on item {}: that thread ran nothing"
+                            + " else meanwhile (the database driver's statements, Reactor's timers). Handlers run there"
+                            + " because WorkerOptions.handlerScheduler is {}; leave it unset for the worker's own pool,"
+                            + " where blocking is allowed{}. Logged at most once a minute per worker.",
+                    handler, name, thread, TimeUnit.NANOSECONDS.toMillis(heldNanos), item.key(),
+                    onDeliveringThread ? "Schedulers.immediate()" : handlers, since);
+            heldWarned = true;
+            heldWarnedAtMillis = now;
+            heldUnreported = 0;
+            heldUnreportedLongestNanos = 0;
         }
 
         private void handlerSucceeded(Run run) {
@@ -317,15 +443,62 @@ public final class Worker<K> {
             }
         }
 
-        /** One handler invocation. */
-        private final class Run {
+        /**
+         * One handler invocation, and the subscriber to its publisher. Disposing it cancels that
+         * publisher, now or as soon as it is subscribed, and stops a call not yet started; it is
+         * safe from any thread.
+         */
+        private final class Run extends HandlerCalls.Call implements CoreSubscriber<Object>, Disposable {
             final Item<K> item;
             final Batch batch;
-            @Nullable Disposable subscription;
+            private final AtomicReference<@Nullable Subscription> upstream = new AtomicReference<>();
 
             Run(Item<K> item, Batch batch) {
                 this.item = item;
                 this.batch = batch;
+            }
+
+            @Override
+            void call() {
+                Loop.this.call(this);
+            }
+
+            @Override
+            public void onSubscribe(Subscription subscription) {
+                if (upstream.compareAndSet(null, subscription)) {
+                    subscription.request(Long.MAX_VALUE);
+                } else {
+                    // Disposed before the subscription came (or a publisher subscribed it twice).
+                    subscription.cancel();
+                }
+            }
+
+            @Override
+            public void onNext(Object ignored) {
+                // What a handler emits is ignored: its completion is the success.
+            }
+
+            @Override
+            public void onError(Throwable error) {
+                signal(() -> handlerFailed(this, error));
+            }
+
+            @Override
+            public void onComplete() {
+                signal(() -> handlerSucceeded(this));
+            }
+
+            @Override
+            public void dispose() {
+                Subscription previous = upstream.getAndSet(Operators.cancelledSubscription());
+                if (previous != null) {
+                    previous.cancel();
+                }
+            }
+
+            @Override
+            public boolean isDisposed() {
+                return upstream.get() == Operators.cancelledSubscription();
             }
         }
 
@@ -355,9 +528,11 @@ public final class Worker<K> {
                     if (running.remove(run)) {
                         log.warn("handler for {} on queue {} outlived its lease of {}; cancelled, the item is left to lapse",
                                 run.item.key(), name, options.lease());
-                        Disposable subscription = run.subscription;
-                        if (subscription != null) {
-                            subscription.dispose();
+                        run.dispose();
+                        if (calls != null) {
+                            // Interrupts a call still blocking a pool thread, as subscribeOn does on
+                            // cancellation: a thread held past the lease leaves a slot without one.
+                            calls.stop(run);
                         }
                     }
                 }

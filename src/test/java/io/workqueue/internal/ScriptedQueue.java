@@ -28,7 +28,8 @@ import reactor.core.scheduler.Scheduler;
  * logic on virtual time: it hands out scripted keys, records every acknowledgement and release,
  * and fails the statements the test scripts to fail. Each key is handed out once; a released key
  * is recorded, not handed out again. Not thread-safe beyond what the worker needs: the worker runs
- * at most one round at a time, and handler completions arrive on the test's thread.
+ * at most one round at a time; a test whose handlers run on the worker's pool reads the recorded
+ * lists while holding the queue's lock.
  */
 final class ScriptedQueue implements ReactiveWorkQueue<String> {
     /** One release the worker asked for. */
@@ -54,8 +55,16 @@ final class ScriptedQueue implements ReactiveWorkQueue<String> {
     int completeCalls;
     private final Map<String, Integer> attempts = new HashMap<>();
 
+    private final String name;
+
     ScriptedQueue(Scheduler timer, Collection<String> keys) {
+        this(timer, "scripted", keys);
+    }
+
+    /** A queue named {@code name}, which the worker's pool threads are named after. */
+    ScriptedQueue(Scheduler timer, String name, Collection<String> keys) {
         this.timer = timer;
+        this.name = name;
         available.addAll(keys);
     }
 
@@ -69,7 +78,7 @@ final class ScriptedQueue implements ReactiveWorkQueue<String> {
 
     @Override
     public String name() {
-        return "scripted";
+        return name;
     }
 
     @Override

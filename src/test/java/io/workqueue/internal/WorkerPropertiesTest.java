@@ -28,6 +28,7 @@ import net.jqwik.api.lifecycle.BeforeProperty;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import reactor.test.scheduler.VirtualTimeScheduler;
 import io.workqueue.testing.ExpectedLogs;
 
@@ -138,8 +139,10 @@ class WorkerPropertiesTest {
             case RETURNS_NULL -> attempts -> null;
             case OVERFLOWS -> attempts -> Duration.ofMinutes(1).multipliedBy(1L << 62);
         };
+        // Handlers in the loop (immediate), so that virtual time alone decides every step.
         WorkerOptions options = WorkerOptions.builder().concurrency(scenario.concurrency())
-                .claimBatch(scenario.claimBatch()).lease(LEASE).poll(Duration.ofSeconds(1)).backoff(backoff).build();
+                .claimBatch(scenario.claimBatch()).lease(LEASE).poll(Duration.ofSeconds(1)).backoff(backoff)
+                .handlerScheduler(Schedulers.immediate()).build();
 
         java.util.function.Function<Item<String>, Publisher<?>> handler = item -> {
             String key = item.key();

@@ -10,14 +10,21 @@ import io.r2dbc.spi.R2dbcNonTransientResourceException;
 import io.workqueue.Item;
 import io.workqueue.WorkerOptions;
 import io.workqueue.WriteTimeoutException;
+import io.workqueue.testing.Poll;
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.IntFunction;
+import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -30,6 +37,7 @@ import org.reactivestreams.Subscription;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Schedulers;
 import reactor.netty.channel.AbortedException;
 import reactor.test.scheduler.VirtualTimeScheduler;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -56,9 +64,13 @@ class WorkerTest {
         return IntStream.range(0, n).mapToObj(i -> String.format("k%03d", i)).toList();
     }
 
+    /**
+     * Handlers run in the loop (immediate), so that virtual time alone decides every step; the
+     * worker's own pool, the default, has tests of its own below.
+     */
     private static WorkerOptions.Builder options(int concurrency) {
         return WorkerOptions.builder().concurrency(concurrency).claimBatch(concurrency)
-                .lease(Duration.ofMinutes(1)).poll(Duration.ofSeconds(1));
+                .lease(Duration.ofMinutes(1)).poll(Duration.ofSeconds(1)).handlerScheduler(Schedulers.immediate());
     }
 
     /** A subscriber that records what it receives and requests only what the test asks for. */
@@ -531,5 +543,181 @@ class WorkerTest {
 
         assertEquals(List.of("a", "b"), downstream.received);
         assertTrue(downstream.completed.get());
+    }
+
+    // ---------------------------------------------------------------- where handlers run
+
+    private static final Duration REAL_TIMEOUT = Duration.ofSeconds(30);
+
+    /**
+     * Waits in real time for {@code condition}, moving virtual time on by a millisecond at each
+     * look, so that the worker's watchdog (on the virtual timer) gets to add runners.
+     */
+    private void untilAdvancing(String what, BooleanSupplier condition, Supplier<String> state) {
+        Poll.until(REAL_TIMEOUT, what, () -> {
+            vts.advanceTimeBy(Worker.HANDLER_PATIENCE);
+            return condition.getAsBoolean();
+        }, state);
+    }
+
+    /** A copy of one of the queue's records, taken under its lock: pool threads write them. */
+    private static <T> T read(ScriptedQueue queue, Function<ScriptedQueue, T> what) {
+        synchronized (queue) {
+            return what.apply(queue);
+        }
+    }
+
+    @Test
+    void byDefaultHandlersRunOnAPoolOfTheWorkersOwnNamedForItsQueue() {
+        ScriptedQueue queue = new ScriptedQueue(vts, "thumbnails", keys(8));
+        Set<String> threads = ConcurrentHashMap.newKeySet();
+        WorkerOptions options = WorkerOptions.builder().concurrency(4).lease(Duration.ofMinutes(1)).build();
+
+        Downstream downstream = run(queue, item -> {
+            threads.add(Thread.currentThread().getName());
+            return Mono.empty();
+        }, options, Long.MAX_VALUE);
+        Poll.until(REAL_TIMEOUT, "all 8 items completed", () -> downstream.received.size() == 8);
+
+        assertTrue(threads.stream().allMatch(name -> name.startsWith("workqueue-thumbnails-")), threads::toString);
+        assertTrue(threads.size() <= 4, () -> "at most concurrency threads: " + threads);
+        downstream.dispose();
+    }
+
+    @Test
+    void aHandlerThatBlocksHoldsOnlyItsOwnSlot() {
+        ScriptedQueue queue = new ScriptedQueue(vts, "blocking", keys(12));
+        CountDownLatch release = new CountDownLatch(1);
+        AtomicInteger blocked = new AtomicInteger();
+
+        Downstream downstream = run(queue, item -> {
+            if (item.key().equals("k000")) {
+                blocked.incrementAndGet();
+                awaitQuietly(release);
+            }
+            return Mono.empty();
+        }, WorkerOptions.builder().concurrency(4).claimBatch(4).lease(Duration.ofMinutes(1)).build(), Long.MAX_VALUE);
+        try {
+            untilAdvancing("the other 11 items completed past the blocked one",
+                    () -> downstream.received.size() == 11, () -> downstream.received.toString());
+            assertEquals(1, blocked.get());
+            assertFalse(downstream.received.contains("k000"));
+        } finally {
+            release.countDown();
+        }
+        Poll.until(REAL_TIMEOUT, "the blocked item completed once released", () -> downstream.received.contains("k000"));
+        downstream.dispose();
+    }
+
+    @Test
+    void aHandlerStillBlockingItsPoolThreadWhenItsLeaseEndsIsInterrupted() {
+        ScriptedQueue queue = new ScriptedQueue(vts, "stuck", List.of("stuck", "next"));
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch interrupted = new CountDownLatch(1);
+
+        Downstream downstream = run(queue, item -> {
+            if (item.key().equals("stuck")) {
+                started.countDown();
+                try {
+                    new CountDownLatch(1).await();
+                } catch (InterruptedException e) {
+                    interrupted.countDown();
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return Mono.empty();
+        }, WorkerOptions.builder().concurrency(1).lease(Duration.ofSeconds(10)).build(), Long.MAX_VALUE);
+        awaitQuietly(started);
+        vts.advanceTimeBy(Duration.ofSeconds(11));
+
+        awaitQuietly(interrupted);
+        Poll.until(REAL_TIMEOUT, "the freed slot took the next item", () -> downstream.received.equals(List.of("next")),
+                () -> downstream.received.toString());
+        assertEquals(List.of(), read(queue, q -> q.completed.stream().filter("stuck"::equals).toList()),
+                "a lapsed item is not completed");
+        assertEquals(List.of(), read(queue, q -> List.copyOf(q.released)), "nor released");
+        downstream.dispose();
+    }
+
+    @Test
+    void cancellingTheWorkerLetsHandlersOnItsPoolFinishAndAcknowledgesThem() {
+        ScriptedQueue queue = new ScriptedQueue(vts, "cancelled", List.of("a", "b"));
+        CountDownLatch release = new CountDownLatch(1);
+        AtomicInteger running = new AtomicInteger();
+
+        Downstream downstream = run(queue, item -> {
+            running.incrementAndGet();
+            awaitQuietly(release);
+            return Mono.empty();
+        }, WorkerOptions.builder().concurrency(2).lease(Duration.ofMinutes(1)).build(), Long.MAX_VALUE);
+        untilAdvancing("both handlers running", () -> running.get() == 2, () -> running.get() + " running");
+        downstream.dispose();
+        release.countDown();
+
+        Poll.until(REAL_TIMEOUT, "both acknowledged after the cancellation",
+                () -> read(queue, q -> q.completed.containsAll(List.of("a", "b"))));
+        Poll.until(REAL_TIMEOUT, "the worker's pool threads ended", () -> Thread.getAllStackTraces().keySet().stream()
+                .noneMatch(thread -> thread.getName().startsWith("workqueue-cancelled-")));
+    }
+
+    @Test
+    void aHandlerHoldingTheDeliveringThreadIsNamedInAWarningAtMostOnceAMinute() {
+        ScriptedQueue queue = queue("a", "b");
+        Function<Item<String>, Publisher<?>> spinning = new Spinning(Duration.ofMillis(120));
+
+        String log = CapturedLog.during(() -> {
+            Downstream downstream = run(queue, spinning, options(1).build(), Long.MAX_VALUE);
+            vts.advanceTimeBy(Duration.ofSeconds(1));
+            assertEquals(List.of("a", "b"), downstream.received);
+            vts.advanceTimeBy(Worker.HELD_THREAD_WARNING_INTERVAL);
+            queue.add(List.of("c"));
+            vts.advanceTimeBy(Duration.ofSeconds(2));
+            assertEquals(List.of("a", "b", "c"), downstream.received);
+            downstream.dispose();
+        });
+
+        List<String> warnings = log.lines().filter(line -> line.contains("held non-blocking thread")
+                && line.contains("WARN")).toList();
+        assertEquals(2, warnings.size(), log);
+        assertTrue(warnings.get(0).contains("handler Spinning[spin=PT0.12S] of queue scripted"), warnings.get(0));
+        assertTrue(warnings.get(0).contains("on item a"), warnings.get(0));
+        assertTrue(warnings.get(1).contains("on item c") && warnings.get(1).contains("1 more such calls since the last"
+                + " warning"), warnings.get(1));
+    }
+
+    @Test
+    void aQuickHandlerOnTheDeliveringThreadIsNotWarnedAbout() {
+        ScriptedQueue queue = queue("a", "b");
+        String log = CapturedLog.during(() -> {
+            Downstream downstream = run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE);
+            vts.advanceTimeBy(Duration.ofSeconds(1));
+            assertEquals(List.of("a", "b"), downstream.received);
+            downstream.dispose();
+        });
+        assertFalse(log.contains("held non-blocking thread"), log);
+    }
+
+    /** Holds its thread for {@code spin} without a blocking call, as CPU-bound work does. */
+    private record Spinning(Duration spin) implements Function<Item<String>, Publisher<?>> {
+        @Override
+        public Publisher<?> apply(Item<String> item) {
+            long end = System.nanoTime() + spin.toNanos();
+            long spins = 0;
+            while (System.nanoTime() - end < 0) {
+                spins++;
+            }
+            return spins >= 0 ? Mono.empty() : Mono.never();
+        }
+    }
+
+    private static void awaitQuietly(CountDownLatch latch) {
+        try {
+            if (!latch.await(REAL_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new AssertionError("waited " + REAL_TIMEOUT + " for a latch");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", e);
+        }
     }
 }

@@ -8,6 +8,7 @@ import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
+import io.workqueue.internal.CapturedLog;
 import io.workqueue.migrations.WorkQueueMigrations;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.RowLock;
@@ -18,15 +19,22 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.reactivestreams.Publisher;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import org.junit.jupiter.api.extension.ExtendWith;
 import io.workqueue.testing.ExpectedLogs;
+import reactor.core.scheduler.Schedulers;
 
 @ExtendWith(ExpectedLogs.class)
 class ProcessIT {
@@ -235,5 +243,121 @@ class ProcessIT {
         assertEquals(0, stats.leased(), "every lease settled before the stream completed");
         assertEquals(emitted.size(), stats.completed());
         assertEquals(20 - emitted.size(), stats.pending());
+    }
+
+    // ---------------------------------------------------------------- where handlers run
+
+    /**
+     * The first day of a user whose handler blocks (issue 26): on the driver's threads sixteen
+     * sleeping handlers ran one at a time and every statement of the process waited behind them.
+     * By default they block on the worker's own pool, all at once, and BlockHound (active here)
+     * allows it, while an enqueue on the same instance and a claim of another queue go through.
+     */
+    @ParameterizedTest(name = "blocking {0}")
+    @ValueSource(strings = {"in the handler call", "in the publisher it returns"})
+    void sixteenBlockingHandlersBlockAtOnceAndTheQueueStaysResponsive(String where) throws InterruptedException {
+        ReactiveWorkQueue<String> queue = queue();
+        ReactiveWorkQueue<String> other = queue();
+        queue.enqueueKeys(keys(16)).block(TIMEOUT);
+        other.enqueueKeys("other").block(TIMEOUT);
+        CountDownLatch release = new CountDownLatch(1);
+        AtomicInteger blocked = new AtomicInteger();
+        Runnable block = () -> {
+            blocked.incrementAndGet();
+            try {
+                // A blocking call, as Thread.sleep is: BlockHound fails it on a non-blocking thread.
+                if (!release.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("never released");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            } finally {
+                blocked.decrementAndGet();
+            }
+        };
+        Function<Item<String>, Publisher<?>> handler = where.equals("in the handler call")
+                ? item -> {
+                    block.run();
+                    return Mono.empty();
+                }
+                : item -> Mono.fromRunnable(block);
+        List<String> completed = new CopyOnWriteArrayList<>();
+
+        Disposable worker = queue.process(handler, options().concurrency(16).claimBatch(16).build())
+                .subscribe(item -> completed.add(item.key()));
+        try {
+            Poll.until(TIMEOUT, "16 handlers blocking at once", () -> blocked.get() == 16,
+                    () -> blocked.get() + " blocking, " + completed.size() + " completed");
+
+            queue.enqueueKeys("meanwhile").block(Duration.ofSeconds(1));
+            assertEquals(1, other.claim(1, Duration.ofMinutes(1)).block(Duration.ofSeconds(1)).size(),
+                    "another queue's claim went through");
+            assertEquals(16, blocked.get(), "still blocking while the statements ran");
+        } finally {
+            release.countDown();
+        }
+        Poll.until(TIMEOUT, "the 16 and the one enqueued meanwhile completed", () -> completed.size() == 17);
+        worker.dispose();
+    }
+
+    @Test
+    void onTheDriversThreadsABlockingHandlerIsCaughtByBlockHound() {
+        ReactiveWorkQueue<String> queue = queue();
+        queue.enqueueKeys("sleeper").block(TIMEOUT);
+        Disposable worker = queue.process(item -> {
+                            try {
+                                Thread.sleep(10);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                            return Mono.empty();
+                        },
+                        options().concurrency(1).handlerScheduler(Schedulers.immediate())
+                                .backoff(attempts -> Duration.ofHours(1)).build())
+                .subscribe();
+        try {
+            String error = Poll.until(TIMEOUT, "the item released with the handler's failure",
+                    () -> TestDatabase.queryStrings("SELECT coalesce(last_error, '') FROM "
+                            + WorkQueueMigrations.tableName(prefix) + " WHERE queue_name = $1", queue.name()),
+                    errors -> !errors.isEmpty() && !errors.get(0).isEmpty()).get(0);
+            assertTrue(error.contains("Blocking call!") && error.contains("sleep"), error);
+        } finally {
+            worker.dispose();
+        }
+    }
+
+    @Test
+    void aHandlerThatHoldsADriverThreadIsNamedInOneWarningAMinute() {
+        ReactiveWorkQueue<String> queue = queue();
+        queue.enqueueKeys(keys(3)).block(TIMEOUT);
+        String log = CapturedLog.during(() -> queue.process(new SpinningHandler(Duration.ofMillis(150)),
+                        options().concurrency(1).handlerScheduler(Schedulers.immediate()).build())
+                .take(3)
+                .blockLast(TIMEOUT));
+
+        List<String> warnings = log.lines().filter(line -> line.contains("WARN") && line.contains("held non-blocking thread"))
+                .toList();
+        assertEquals(1, warnings.size(), () -> "one warning for three calls: " + log);
+        String warning = warnings.get(0);
+        for (String part : List.of("SpinningHandler", "of queue " + queue.name(), " ms on item k0000")) {
+            assertTrue(warning.contains(part), () -> warning + " should name " + part);
+        }
+        long millis = Long.parseLong(warning.replaceAll(".* for (\\d+) ms on item .*", "$1"));
+        assertTrue(millis >= 150, warning);
+    }
+
+    /** A handler that holds its thread without a blocking call (so BlockHound lets it), as CPU-bound work does. */
+    private record SpinningHandler(Duration spin) implements Function<Item<String>, Publisher<?>> {
+        @Override
+        public Publisher<?> apply(Item<String> item) {
+            long end = System.nanoTime() + spin.toNanos();
+            // Not even Thread.onSpinWait(): BlockHound counts that as blocking.
+            long spins = 0;
+            while (System.nanoTime() - end < 0) {
+                spins++;
+            }
+            return spins >= 0 ? Mono.empty() : Mono.never();
+        }
     }
 }

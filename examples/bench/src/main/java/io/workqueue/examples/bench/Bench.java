@@ -296,7 +296,7 @@ public final class Bench {
             for (int b : o.batches) {
                 int repeats = w == o.targetWorkers ? Math.max(o.repeat, o.targetRepeat) : o.repeat;
                 for (int r = 1; r <= repeats; r++) {
-                    for (Drain.Mode mode : Drain.Mode.values()) {
+                    for (Drain.Mode mode : Drain.Mode.GRID) {
                         runs.add(bench.run(mode, w, b, r));
                     }
                 }
@@ -333,7 +333,7 @@ public final class Bench {
         Report.csv(o.out.resolve("drain.csv"), rows);
         // Median per cell and mode.
         Map<String, Map<String, Double>> medians = new LinkedHashMap<>();
-        for (Drain.Mode mode : Drain.Mode.values()) {
+        for (Drain.Mode mode : Drain.Mode.GRID) {
             Map<String, Double> byCell = new LinkedHashMap<>();
             for (int w : o.workers) {
                 for (int b : o.batches) {
@@ -360,7 +360,7 @@ public final class Bench {
     /** Per mode, at the target cell, the medians of items/s and of CPU µs per item (server, client) and machine busy. */
     private static Map<String, Map<String, Object>> cpuAtTargetCell(Options o, List<Drain.Run> runs) {
         Map<String, Map<String, Object>> byMode = new LinkedHashMap<>();
-        for (Drain.Mode mode : Drain.Mode.values()) {
+        for (Drain.Mode mode : Drain.Mode.GRID) {
             List<Drain.Run> cell = runs.stream().filter(r -> r.mode() == mode && r.workers() == o.targetWorkers
                     && r.batch() == targetBatch(o) && !Double.isNaN(r.cpu().serverSeconds())).toList();
             if (cell.isEmpty()) {
@@ -502,7 +502,7 @@ public final class Bench {
 
     private static void drainChart(Options o, Map<String, Map<String, Double>> m, Map<String, Object> peer) throws IOException {
         Map<String, Map<String, Double>> series = new LinkedHashMap<>();
-        for (Drain.Mode mode : Drain.Mode.values()) {
+        for (Drain.Mode mode : Drain.Mode.GRID) {
             series.put(mode.label, m.get(mode.id));
         }
         List<Charts.Marker> markers = new ArrayList<>();

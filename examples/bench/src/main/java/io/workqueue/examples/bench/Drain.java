@@ -17,6 +17,7 @@ import io.r2dbc.spi.Connection;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Scenario 1, drain: a freshly preloaded table of {@code n} ready keys, emptied by {@code W} workers
@@ -40,7 +41,13 @@ final class Drain {
         PGBENCH_ONE("pgbench: completeAndClaim (1 statement)", "pgbench_complete_and_claim"),
         PROCESS("process() worker", "process"),
         STREAM_DELETE("claimStream + bufferTimeout → complete, deleteOnComplete", "claim_stream_delete"),
-        PROCESS_DELETE("process() worker, deleteOnComplete", "process_delete");
+        PROCESS_DELETE("process() worker, deleteOnComplete", "process_delete"),
+        /** Not in run.sh's grid: HandlerThreads sets it beside {@code PROCESS}, the default pool. */
+        PROCESS_DRIVER("process() worker, handlers on the driver's threads", "process_driver");
+
+        /** The modes of run.sh's drain grid. */
+        static final List<Mode> GRID = List.of(PGBENCH_TWO, LOOP, STREAM, PGBENCH_ONE, PROCESS, STREAM_DELETE,
+                PROCESS_DELETE);
 
         final String label;
         final String id;
@@ -61,7 +68,8 @@ final class Drain {
 
         /** The pgbench script that runs the statements this mode issues. */
         Mode baseline() {
-            return this == PROCESS || this == PROCESS_DELETE || this == PGBENCH_ONE ? PGBENCH_ONE : PGBENCH_TWO;
+            return this == PROCESS || this == PROCESS_DELETE || this == PROCESS_DRIVER || this == PGBENCH_ONE
+                    ? PGBENCH_ONE : PGBENCH_TWO;
         }
     }
 
@@ -126,8 +134,13 @@ final class Drain {
      * the first measured run (pgbench needs no warm-up).
      */
     void warmUp(int seconds) {
+        warmUp(seconds, List.of(Mode.LOOP, Mode.STREAM, Mode.PROCESS, Mode.STREAM_DELETE, Mode.PROCESS_DELETE));
+    }
+
+    /** {@link #warmUp(int)} for the given modes only. */
+    void warmUp(int seconds, List<Mode> modes) {
         System.out.println("  warming up the JVM (unrecorded runs)...");
-        for (Mode mode : List.of(Mode.LOOP, Mode.STREAM, Mode.PROCESS, Mode.STREAM_DELETE, Mode.PROCESS_DELETE)) {
+        for (Mode mode : modes) {
             for (int batch : List.of(1, 100)) {
                 run(mode, 4, batch, 0, Math.min(n, 20_000), seconds);
             }
@@ -221,8 +234,7 @@ final class Drain {
                         .bufferTimeout(batch, Duration.ofMillis(5), true)
                         .concatMap(items -> queue.complete(keys(items)), 1)
                         .subscribe(count::accept, e -> System.err.println("stream worker failed: " + e));
-                case PROCESS, PROCESS_DELETE -> queue.process(item -> Mono.empty(), WorkerOptions.builder()
-                                .concurrency(batch).claimBatch(batch).lease(LEASE).poll(POLL).build())
+                case PROCESS, PROCESS_DELETE, PROCESS_DRIVER -> queue.process(item -> Mono.empty(), processOptions(mode, batch))
                         .subscribe(item -> count.accept(1), e -> System.err.println("process worker failed: " + e));
                 default -> throw new IllegalArgumentException(mode.toString());
             });
@@ -238,6 +250,18 @@ final class Drain {
         plans[0] = plans(pool, poolSize);
         db.dispose(pool, app);
         return completed.get();
+    }
+
+    /**
+     * The worker's options: as many handlers as the batch; handlers on the worker's own pool (the
+     * default), or, for {@link Mode#PROCESS_DRIVER}, where the claim arrived (the driver's threads).
+     */
+    private static WorkerOptions processOptions(Mode mode, int batch) {
+        WorkerOptions.Builder options = WorkerOptions.builder().concurrency(batch).claimBatch(batch).lease(LEASE).poll(POLL);
+        if (mode == Mode.PROCESS_DRIVER) {
+            options.handlerScheduler(Schedulers.immediate());
+        }
+        return options.build();
     }
 
     /** Reads pg_prepared_statements on every connection of the (now idle) pool. */

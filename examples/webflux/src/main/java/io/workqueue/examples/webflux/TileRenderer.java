@@ -27,8 +27,9 @@ class TileRenderer implements WorkQueueHandler<TileKey> {
 
     @Override
     public Mono<Void> handle(Item<TileKey> item) {
-        // Stands in for real rendering: a few milliseconds, failing now and then. Never block here:
-        // handlers run on the database driver's threads.
+        // Stands in for real rendering: a few milliseconds, failing now and then. Blocking here would
+        // hold only this handler's slot (handlers run on the worker's own pool, never the database
+        // driver's threads), but a timer keeps even that thread free.
         return Mono.defer(() -> {
             ThreadLocalRandom random = ThreadLocalRandom.current();
             Mono<Void> render = Mono.delay(Duration.ofMillis(random.nextInt(2, 10))).then();

@@ -15,10 +15,14 @@ import org.reactivestreams.Publisher;
  * as its last error. Either way the failure is the item's own: the worker goes on. A publisher
  * still running when the item's lease ends is cancelled, and the item is handed out again.
  *
- * <p>Called on the database driver's event-loop threads, as many at once as the queue's
- * {@code worker.concurrency}: it must not block. Work that blocks moves itself elsewhere, e.g.
- * {@code Mono.fromCallable(...).subscribeOn(Schedulers.boundedElastic())}. Delivery is
- * at-least-once, so the work must be idempotent. Implementations must be thread-safe.
+ * <p>Called, and its publisher subscribed, as many at once as the queue's
+ * {@code worker.concurrency}, by default on a pool of the worker's own with that many threads
+ * (named {@code workqueue-<queue name>-<n>}), where blocking is allowed: a handler that blocks
+ * holds only its own slot, never the database driver's threads, so enqueues, other queues and
+ * health checks go on. {@code worker.handler-scheduler: driver} calls it on the driver's
+ * event-loop threads instead (no hand-off; then it must never block, and a call holding such a
+ * thread over 100 ms is logged at WARN naming this bean). Delivery is at-least-once, so the work
+ * must be idempotent. Implementations must be thread-safe.
  *
  * @param <K> the queue's key type
  */

@@ -1,5 +1,6 @@
 package io.workqueue.spring.boot.autoconfigure;
 
+import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkerOptions;
 import io.workqueue.spring.boot.HandlesQueue;
@@ -8,13 +9,16 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
+import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.NoSuchBeanDefinitionException;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.core.ResolvableType;
+import org.springframework.util.ClassUtils;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -62,7 +66,8 @@ final class QueueWorkers implements SmartLifecycle {
             WorkQueueHandler<K> handler, WorkerOptions options, WorkQueueProperties.Worker settings) {
 
         Flux<?> run(Mono<Void> stop) {
-            return Flux.defer(() -> queue.process(handler::handle, options, stop))
+            NamedHandler<K> named = new NamedHandler<>(handler, handlerBean);
+            return Flux.defer(() -> queue.process(named, options, stop))
                     .retryWhen(Retry.backoff(Long.MAX_VALUE, settings.getRestartBackoff())
                             .maxBackoff(settings.getMaxRestartBackoff())
                             // A worker that completed items since its last failure starts over from
@@ -72,6 +77,23 @@ final class QueueWorkers implements SmartLifecycle {
                                     "worker of queue {} (handler {}) ended on an error; restarting it after a back-off"
                                             + " (restart {} in a row)", queueBean, handlerBean,
                                     signal.totalRetriesInARow() + 1, signal.failure())));
+        }
+    }
+
+    /**
+     * The handler bean as the function {@code process} calls, named after the bean: the library's
+     * warnings about a handler (one holding the driver's thread, say) then name the user's class
+     * and bean rather than a lambda of the starter's.
+     */
+    private record NamedHandler<K>(WorkQueueHandler<K> handler, String bean) implements Function<Item<K>, Publisher<?>> {
+        @Override
+        public Publisher<?> apply(Item<K> item) {
+            return handler.handle(item);
+        }
+
+        @Override
+        public String toString() {
+            return ClassUtils.getUserClass(handler).getName() + " (bean '" + bean + "')";
         }
     }
 
@@ -146,8 +168,9 @@ final class QueueWorkers implements SmartLifecycle {
                         .doFinally(signal -> ended.tryEmitEmpty())
                         .subscribe(null, error -> log.error("worker of queue {} (handler {}) stopped for good",
                                 binding.queueBean(), binding.handlerBean(), error)));
-                log.info("worker of queue {} started: handler {}, concurrency {}, lease {}", binding.queueBean(),
-                        binding.handlerBean(), binding.options().concurrency(), binding.options().lease());
+                log.info("worker of queue {} started: handler {}, concurrency {}, lease {}, handlers on {}",
+                        binding.queueBean(), binding.handlerBean(), binding.options().concurrency(),
+                        binding.options().lease(), binding.settings().getHandlerScheduler());
             }
             stop = stopSignal;
             allEnded = Mono.when(ends);

@@ -12,6 +12,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.validation.Errors;
 import org.springframework.validation.Validator;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The {@code workqueue.*} properties: which queues the application has and how they, their
@@ -455,7 +456,8 @@ public class WorkQueueProperties implements Validator {
                 new Setting<>("concurrency", (b, w) -> b.concurrency(w.concurrency)),
                 new Setting<>("lease", (b, w) -> b.lease(w.lease)),
                 new Setting<>("poll", (b, w) -> b.poll(w.poll)),
-                new Setting<>("claimBatch", (b, w) -> b.claimBatch(w.claimBatch)));
+                new Setting<>("claimBatch", (b, w) -> b.claimBatch(w.claimBatch)),
+                new Setting<>("handlerScheduler", (b, w) -> HandlerScheduler.apply(w.handlerScheduler, b)));
 
         /** Whether this application runs the queue's handler bean; false to only enqueue here. */
         private boolean enabled = true;
@@ -486,6 +488,13 @@ public class WorkQueueProperties implements Validator {
 
         /** The ceiling of the restart delay, which doubles while restarts keep failing. */
         private Duration maxRestartBackoff = Duration.ofMinutes(1);
+
+        /**
+         * Where the handler runs: worker-pool (a pool of the worker's own, at most concurrency
+         * threads, where blocking is allowed), bounded-elastic (Reactor's shared pool), or driver
+         * (the database driver's event-loop threads: no hand-off, and a handler must never block).
+         */
+        private HandlerScheduler handlerScheduler = HandlerScheduler.WORKER_POOL;
 
         /**
          * The worker options.
@@ -623,6 +632,46 @@ public class WorkQueueProperties implements Validator {
         /** Sets {@link #getMaxRestartBackoff()}. */
         public void setMaxRestartBackoff(Duration maxRestartBackoff) {
             this.maxRestartBackoff = maxRestartBackoff;
+        }
+
+        /** See {@link WorkerOptions#handlerScheduler()}; default {@code worker-pool}. */
+        public HandlerScheduler getHandlerScheduler() {
+            return handlerScheduler;
+        }
+
+        /** Sets {@link #getHandlerScheduler()}. */
+        public void setHandlerScheduler(HandlerScheduler handlerScheduler) {
+            this.handlerScheduler = handlerScheduler;
+        }
+    }
+
+    /**
+     * The values of {@code worker.handler-scheduler}: the choices of
+     * {@link WorkerOptions#handlerScheduler()} a property can name.
+     */
+    public enum HandlerScheduler {
+        /** The library's default: a pool of the worker's own, at most {@code concurrency} threads. */
+        WORKER_POOL,
+        /** Reactor's shared {@code Schedulers.boundedElastic()}, capped for the whole JVM. */
+        BOUNDED_ELASTIC,
+        /** {@code Schedulers.immediate()}: the database driver's threads; a handler must never block. */
+        DRIVER;
+
+        /**
+         * Sets {@code choice} on {@code builder}; the worker's pool is the builder's default, so it
+         * sets nothing. A {@code null} choice (an empty property) is handed on, for the builder to
+         * refuse with a message naming the setting.
+         */
+        static void apply(@Nullable HandlerScheduler choice, WorkerOptions.Builder builder) {
+            if (choice == null) {
+                builder.handlerScheduler(null);
+                return;
+            }
+            switch (choice) {
+                case WORKER_POOL -> { }
+                case BOUNDED_ELASTIC -> builder.handlerScheduler(Schedulers.boundedElastic());
+                case DRIVER -> builder.handlerScheduler(Schedulers.immediate());
+            }
         }
     }
 

@@ -39,6 +39,7 @@ import reactor.core.publisher.Mono;
 import tools.jackson.databind.JacksonModule;
 import org.junit.jupiter.api.extension.ExtendWith;
 import io.workqueue.testing.ExpectedLogs;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Every condition of the auto-configuration, in contexts that never reach a database: the R2DBC URL
@@ -151,7 +152,8 @@ class WorkQueueAutoConfigurationTest {
                         "workqueue.queues.tiles.worker.poll=5s",
                         "workqueue.queues.tiles.worker.claim-batch=7",
                         "workqueue.queues.tiles.worker.backoff=100ms",
-                        "workqueue.queues.tiles.worker.max-backoff=1s")
+                        "workqueue.queues.tiles.worker.max-backoff=1s",
+                        "workqueue.queues.tiles.worker.handler-scheduler=driver")
                 .run(context -> {
                     WorkerOptions options = context.getBean(WorkQueueProperties.class).getQueues().get("tiles")
                             .getWorker().options();
@@ -162,6 +164,20 @@ class WorkQueueAutoConfigurationTest {
                     assertThat(IntStream.rangeClosed(1, 6).mapToObj(options.backoff()::apply)).containsExactly(
                             Duration.ofMillis(100), Duration.ofMillis(200), Duration.ofMillis(400),
                             Duration.ofMillis(800), Duration.ofSeconds(1), Duration.ofSeconds(1));
+                    assertThat(options.handlerScheduler()).containsSame(Schedulers.immediate());
+                });
+    }
+
+    @Test
+    void theHandlerSchedulerPropertyNamesEachChoice() {
+        runner.withPropertyValues("workqueue.queues.tiles.worker.handler-scheduler=bounded-elastic",
+                        "workqueue.queues.pages.worker.handler-scheduler=worker-pool")
+                .run(context -> {
+                    WorkQueueProperties properties = context.getBean(WorkQueueProperties.class);
+                    assertThat(properties.getQueues().get("tiles").getWorker().options().handlerScheduler())
+                            .containsSame(Schedulers.boundedElastic());
+                    assertThat(properties.getQueues().get("pages").getWorker().options().handlerScheduler())
+                            .as("the worker's own pool").isEmpty();
                 });
     }
 
@@ -177,6 +193,7 @@ class WorkQueueAutoConfigurationTest {
         assertThat(options.lease()).isEqualTo(defaults.lease());
         assertThat(options.poll()).isEqualTo(defaults.poll());
         assertThat(options.claimBatch()).isEqualTo(defaults.claimBatch());
+        assertThat(options.handlerScheduler()).isEqualTo(defaults.handlerScheduler());
         for (int attempts = 0; attempts <= 64; attempts++) {
             assertThat(options.backoff().apply(attempts)).as("back-off after %d attempts", attempts)
                     .isEqualTo(WorkerOptions.exponentialBackoff(attempts));
@@ -206,6 +223,16 @@ class WorkQueueAutoConfigurationTest {
                     String failure = messages(context.getStartupFailure());
                     // Spring names the property by its bean path: workqueue.queues[tiles].maxClaimBatch
                     assertThat(failure).contains(beanPath(property)).contains(reason);
+                });
+    }
+
+    @Test
+    void anUnknownHandlerSchedulerFailsTheStartNamingThePropertyAndTheValue() {
+        runner.withPropertyValues("workqueue.queues.tiles.worker.handler-scheduler=everywhere")
+                .run(context -> {
+                    assertThat(context).hasFailed();
+                    assertThat(messages(context.getStartupFailure()))
+                            .contains("workqueue.queues.tiles.worker.handler-scheduler").contains("everywhere");
                 });
     }
 

@@ -17,6 +17,10 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -170,6 +174,63 @@ class WorkQueueStarterIT {
                 });
     }
 
+    /**
+     * Issue 26: a handler bean that sleeps, at concurrency 16. On the driver's threads its calls ran
+     * one at a time and enqueues and health checks of the same service timed out; on the worker's
+     * pool, the default, all sixteen sleep at once (BlockHound, active here, allows it) while an
+     * enqueue on the same queue and the queue's health check answer.
+     */
+    @Test
+    void sixteenSleepingHandlersSleepAtOnceWhileEnqueuesAndHealthAnswer() {
+        String prefix = TestDatabase.createTable();
+        runner.withUserConfiguration(SleepingHandler.class)
+                .withPropertyValues("workqueue.table-prefix=" + prefix,
+                        "workqueue.queues.sleepy.key-type=java.lang.String",
+                        "workqueue.queues.sleepy.worker.concurrency=16",
+                        "workqueue.queues.sleepy.worker.poll=200ms",
+                        "workqueue.housekeeping.enabled=false")
+                .run(context -> {
+                    SleepingHandler handler = context.getBean(SleepingHandler.class);
+                    ReactiveWorkQueue<String> sleepy = queue(context.getBean("sleepy"));
+                    ReactiveHealthIndicator health = (ReactiveHealthIndicator) context
+                            .getBean("workqueueHealthContributor", CompositeReactiveHealthContributor.class)
+                            .getContributor("sleepy");
+                    try {
+                        sleepy.enqueueKeys(IntStream.range(0, 16).mapToObj(i -> "nap-" + i).toList()).block(TIMEOUT);
+                        await().atMost(TIMEOUT).until(() -> handler.sleeping.get() == 16);
+
+                        sleepy.enqueueKeys("meanwhile").block(Duration.ofSeconds(1));
+                        assertThat(health.health().block(Duration.ofSeconds(1)).getStatus().getCode()).isEqualTo("UP");
+                        assertThat(handler.sleeping.get()).as("still sleeping meanwhile").isEqualTo(16);
+                        assertThat(handler.threads).allMatch(name -> name.startsWith("workqueue-sleepy-"));
+                    } finally {
+                        handler.wake.countDown();
+                    }
+                    await().atMost(TIMEOUT).until(() -> sleepy.stats().block(TIMEOUT).completed() == 17);
+                });
+    }
+
+    @Test
+    void onTheDriversThreadsAHandlerBeanHoldingOneIsNamedInAWarning(CapturedOutput output) {
+        String prefix = TestDatabase.createTable();
+        runner.withUserConfiguration(SpinningHandler.class)
+                .withPropertyValues("workqueue.table-prefix=" + prefix,
+                        "workqueue.queues.spun.key-type=java.lang.String",
+                        "workqueue.queues.spun.worker.handler-scheduler=driver",
+                        "workqueue.housekeeping.enabled=false")
+                .run(context -> {
+                    ReactiveWorkQueue<String> spun = queue(context.getBean("spun"));
+                    spun.enqueueKeys("spin").block(TIMEOUT);
+                    await().atMost(TIMEOUT).until(() -> spun.stats().block(TIMEOUT).completed() == 1);
+                    await().atMost(TIMEOUT).until(() -> output.getAll().contains("held non-blocking thread"));
+                    String warning = output.getAll().lines().filter(line -> line.contains("held non-blocking thread"))
+                            .findFirst().orElseThrow();
+                    assertThat(warning).contains("WARN")
+                            .contains("handler " + SpinningHandler.Spinner.class.getName() + " (bean 'spinner') of queue spun")
+                            .contains("on item spin");
+                });
+    }
+
     @SuppressWarnings("unchecked")
     private static ReactiveWorkQueue<String> queue(Object bean) {
         return (ReactiveWorkQueue<String>) bean;
@@ -183,6 +244,55 @@ class WorkQueueStarterIT {
         @HandlesQueue("jobs")
         WorkQueueHandler<String> recorder() {
             return item -> Mono.fromRunnable(() -> handled.add(item.key()));
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class SleepingHandler {
+        final AtomicInteger sleeping = new AtomicInteger();
+        final Set<String> threads = ConcurrentHashMap.newKeySet();
+        final CountDownLatch wake = new CountDownLatch(1);
+
+        @Bean
+        @HandlesQueue("sleepy")
+        WorkQueueHandler<String> sleeper() {
+            return item -> {
+                threads.add(Thread.currentThread().getName());
+                sleeping.incrementAndGet();
+                try {
+                    // Blocks in handle() itself, as the issue's Thread.sleep did, until the test wakes it.
+                    while (!wake.await(10, TimeUnit.MILLISECONDS)) {
+                        Thread.sleep(10);
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } finally {
+                    sleeping.decrementAndGet();
+                }
+                return Mono.empty();
+            };
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class SpinningHandler {
+        /** Holds its thread for 150 ms without a blocking call (BlockHound would fail one), as CPU-bound work does. */
+        static final class Spinner implements WorkQueueHandler<String> {
+            @Override
+            public Mono<Void> handle(Item<String> item) {
+                long end = System.nanoTime() + Duration.ofMillis(150).toNanos();
+                long spins = 0;
+                while (System.nanoTime() - end < 0) {
+                    spins++;
+                }
+                return spins >= 0 ? Mono.empty() : Mono.never();
+            }
+        }
+
+        @Bean
+        @HandlesQueue("spun")
+        Spinner spinner() {
+            return new Spinner();
         }
     }
 }
