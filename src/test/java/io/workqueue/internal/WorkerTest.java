@@ -665,16 +665,15 @@ class WorkerTest {
         ScriptedQueue queue = queue("a", "b");
         Function<Item<String>, Publisher<?>> spinning = new Spinning(Duration.ofMillis(120));
 
-        String log = CapturedLog.during(() -> {
-            Downstream downstream = run(queue, spinning, options(1).build(), Long.MAX_VALUE);
-            vts.advanceTimeBy(Duration.ofSeconds(1));
-            assertEquals(List.of("a", "b"), downstream.received);
-            vts.advanceTimeBy(Worker.HELD_THREAD_WARNING_INTERVAL);
-            queue.add(List.of("c"));
-            vts.advanceTimeBy(Duration.ofSeconds(2));
-            assertEquals(List.of("a", "b", "c"), downstream.received);
-            downstream.dispose();
-        });
+        Downstream downstream = run(queue, spinning, options(1).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+        assertEquals(List.of("a", "b"), downstream.received);
+        vts.advanceTimeBy(Worker.HELD_THREAD_WARNING_INTERVAL);
+        queue.add(List.of("c"));
+        vts.advanceTimeBy(Duration.ofSeconds(2));
+        assertEquals(List.of("a", "b", "c"), downstream.received);
+        downstream.dispose();
+        String log = ExpectedLogs.text();
 
         List<String> warnings = log.lines().filter(line -> line.contains("held non-blocking thread")
                 && line.contains("WARN")).toList();
@@ -688,12 +687,11 @@ class WorkerTest {
     @Test
     void aQuickHandlerOnTheDeliveringThreadIsNotWarnedAbout() {
         ScriptedQueue queue = queue("a", "b");
-        String log = CapturedLog.during(() -> {
-            Downstream downstream = run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE);
-            vts.advanceTimeBy(Duration.ofSeconds(1));
-            assertEquals(List.of("a", "b"), downstream.received);
-            downstream.dispose();
-        });
+        Downstream downstream = run(queue, item -> Mono.empty(), options(1).build(), Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+        assertEquals(List.of("a", "b"), downstream.received);
+        downstream.dispose();
+        String log = ExpectedLogs.text();
         assertFalse(log.contains("held non-blocking thread"), log);
     }
 

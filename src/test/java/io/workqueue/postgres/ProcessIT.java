@@ -8,7 +8,6 @@ import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.Stats;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
-import io.workqueue.internal.CapturedLog;
 import io.workqueue.migrations.WorkQueueMigrations;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.RowLock;
@@ -331,10 +330,11 @@ class ProcessIT {
     void aHandlerThatHoldsADriverThreadIsNamedInOneWarningAMinute() {
         ReactiveWorkQueue<String> queue = queue();
         queue.enqueueKeys(keys(3)).block(TIMEOUT);
-        String log = CapturedLog.during(() -> queue.process(new SpinningHandler(Duration.ofMillis(150)),
+        queue.process(new SpinningHandler(Duration.ofMillis(150)),
                         options().concurrency(1).handlerScheduler(Schedulers.immediate()).build())
                 .take(3)
-                .blockLast(TIMEOUT));
+                .blockLast(TIMEOUT);
+        String log = ExpectedLogs.text();
 
         List<String> warnings = log.lines().filter(line -> line.contains("WARN") && line.contains("held non-blocking thread"))
                 .toList();
