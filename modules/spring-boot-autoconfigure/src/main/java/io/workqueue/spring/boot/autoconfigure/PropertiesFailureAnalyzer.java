@@ -34,15 +34,18 @@ final class PropertiesFailureAnalyzer extends AbstractFailureAnalyzer<BindValida
     @Override
     protected @Nullable FailureAnalysis analyze(Throwable rootFailure, BindValidationException failure) {
         ValidationErrors errors = failure.getValidationErrors();
-        if (!errors.getName().equals(PREFIX)) {
+        // WorkQueueProperties (workqueue) and the properties its auto-configurations own
+        // (workqueue.console, workqueue.health).
+        if (!errors.getName().equals(PREFIX) && !PREFIX.isAncestorOf(errors.getName())) {
             return null;
         }
+        String prefix = errors.getName().toString();
         StringBuilder description = new StringBuilder("Invalid workqueue properties:\n");
         for (ObjectError error : errors.getAllErrors()) {
             description.append('\n');
             if (error instanceof FieldError field) {
-                ConfigurationProperty bound = boundProperty(errors, field.getField());
-                String name = bound != null ? bound.getName().toString() : propertyName(field.getField());
+                ConfigurationProperty bound = boundProperty(errors, prefix, field.getField());
+                String name = bound != null ? bound.getName().toString() : propertyName(prefix, field.getField());
                 Object value = bound != null ? bound.getValue() : field.getRejectedValue();
                 Origin origin = bound != null ? Origin.from(bound) : null;
                 description.append("    Property: ").append(name).append('\n');
@@ -60,8 +63,8 @@ final class PropertiesFailureAnalyzer extends AbstractFailureAnalyzer<BindValida
     }
 
     /** The property bound at the bean path {@code field}, if the configuration set it. */
-    private static @Nullable ConfigurationProperty boundProperty(ValidationErrors errors, String field) {
-        ConfigurationPropertyName name = ConfigurationPropertyName.adapt(propertyName(field), '.');
+    private static @Nullable ConfigurationProperty boundProperty(ValidationErrors errors, String prefix, String field) {
+        ConfigurationPropertyName name = ConfigurationPropertyName.adapt(propertyName(prefix, field), '.');
         for (ConfigurationProperty property : errors.getBoundProperties()) {
             if (property.getName().equals(name)) {
                 return property;
@@ -71,11 +74,12 @@ final class PropertiesFailureAnalyzer extends AbstractFailureAnalyzer<BindValida
     }
 
     /**
-     * The property a bean path of {@link WorkQueueProperties} is bound from:
-     * {@code queues[tiles].maxClaimBatch} is {@code workqueue.queues.tiles.max-claim-batch}.
+     * The property a bean path of properties bound at {@code prefix} is bound from:
+     * {@code queues[tiles].maxClaimBatch} under {@code workqueue} is
+     * {@code workqueue.queues.tiles.max-claim-batch}.
      */
-    static String propertyName(String field) {
-        StringBuilder name = new StringBuilder(WorkQueueProperties.PREFIX);
+    static String propertyName(String prefix, String field) {
+        StringBuilder name = new StringBuilder(prefix);
         boolean inKey = false;
         boolean segmentStart = true;
         for (int i = 0; i < field.length(); i++) {

@@ -53,7 +53,6 @@ public class WorkQueueProperties implements Validator {
 
     private final Health health = new Health();
 
-    private final Console console = new Console();
 
     /** Whether the starter creates anything at all; default true. */
     public boolean isEnabled() {
@@ -105,10 +104,6 @@ public class WorkQueueProperties implements Validator {
         return health;
     }
 
-    /** The web console: off unless enabled, read-only unless actions are enabled too. */
-    public Console getConsole() {
-        return console;
-    }
 
     /** The table prefix {@code queue} uses: its own, or else {@link #getTablePrefix()}. */
     String tablePrefixOf(Queue queue) {
@@ -152,7 +147,6 @@ public class WorkQueueProperties implements Validator {
         properties.housekeeping.validate(errors);
         requirePositive(errors, "health.maxOldestReadyAge", properties.health.getMaxOldestReadyAge());
         requirePositive(errors, "health.timeout", properties.health.getTimeout());
-        properties.console.validate(errors);
     }
 
     /** Runs {@code attempt}; if the library refuses it, rejects {@code field} with the library's reason. */
@@ -165,9 +159,7 @@ public class WorkQueueProperties implements Validator {
     }
 
     private static void requirePositive(Errors errors, String field, @Nullable Duration value) {
-        if (value == null || value.isZero() || value.isNegative()) {
-            errors.rejectValue(field, "invalid", "must be positive but was " + value);
-        }
+        PropertyChecks.requirePositive(errors, field, value);
     }
 
     /** One property and how it is handed to a library builder, so validation and use share it. */
@@ -857,79 +849,6 @@ public class WorkQueueProperties implements Validator {
         /** Sets {@link #getTimeout()}. */
         public void setTimeout(Duration timeout) {
             this.timeout = timeout;
-        }
-    }
-
-    /**
-     * The web console (WebFlux applications only): a page and a JSON API under {@link #getPath()}
-     * to see every queue, list its items by state and look at one, and, only when
-     * {@link #isActionsEnabled()}, retry, remove and purge.
-     */
-    public static class Console {
-        /** Whether to serve the console. Off by default: it shows every key and error of every queue. */
-        private boolean enabled = false;
-
-        /** Where the console is served: a path of letters, digits, '-', '_', '.' and '/'. */
-        private String path = "/workqueue";
-
-        /**
-         * Whether the console may change anything (retry, remove, purge). Off by default; even on,
-         * actions are accepted only as same-origin POSTs carrying the console's token.
-         */
-        private boolean actionsEnabled = false;
-
-        /**
-         * How old the queue list's stats may be before a view reads them again (in the background,
-         * showing the previous read meanwhile): each is a stats read, which reads every pending row.
-         */
-        private Duration statsMaxAge = Duration.ofSeconds(5);
-
-        void validate(Errors errors) {
-            if (path == null || !path.matches("(/[A-Za-z0-9._-]+)+")) {
-                errors.rejectValue("console.path", "invalid",
-                        "must be '/' followed by segments of letters, digits, '.', '_' and '-', without a trailing '/', but was " + path);
-            }
-            requirePositive(errors, "console.statsMaxAge", statsMaxAge);
-        }
-
-        /** Default false. */
-        public boolean isEnabled() {
-            return enabled;
-        }
-
-        /** Sets {@link #isEnabled()}. */
-        public void setEnabled(boolean enabled) {
-            this.enabled = enabled;
-        }
-
-        /** Default "/workqueue". */
-        public String getPath() {
-            return path;
-        }
-
-        /** Sets {@link #getPath()}. */
-        public void setPath(String path) {
-            this.path = path;
-        }
-
-        /** Default false. */
-        public boolean isActionsEnabled() {
-            return actionsEnabled;
-        }
-
-        /** Sets {@link #isActionsEnabled()}. */
-        public void setActionsEnabled(boolean actionsEnabled) {
-            this.actionsEnabled = actionsEnabled;
-        }
-
-        /** Default 5s. */
-        public Duration getStatsMaxAge() {
-            return statsMaxAge;
-        }
-
-        /** Sets {@link #getStatsMaxAge()}. */
-        public void setStatsMaxAge(Duration statsMaxAge) {
-            this.statsMaxAge = statsMaxAge;
         }
     }
 }

@@ -5,6 +5,8 @@ import io.workqueue.WorkQueueAdmin;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueAutoConfiguration;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueConnectionFactories;
 import io.workqueue.spring.boot.autoconfigure.WorkQueueProperties;
+import io.workqueue.spring.boot.console.WorkQueueConsole;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
@@ -26,13 +28,14 @@ import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.ServerResponse;
 
 /**
- * The web console: a page and a JSON API under {@code workqueue.console.path} (default
+ * The web console ({@link WorkQueueConsole}, from {@code reactive-workqueue-console}): a page and a
+ * JSON API under {@code workqueue.console.path} (default
  * {@code /workqueue}) showing every queue of every table the application's queues use (and of
  * {@code workqueue.table-prefix}), their items by state and one item in detail, through a
  * {@link WorkQueueAdmin} per table that knows each queue bean's attempt limit and codec.
  *
- * <p>Active only in a reactive web application (WebFlux is an optional dependency of this module)
- * with {@code workqueue.console.enabled=true}. Read-only unless
+ * <p>Active only in a reactive web application with {@code reactive-workqueue-console} on the class
+ * path (both are optional dependencies of this module) and {@code workqueue.console.enabled=true}. Read-only unless
  * {@code workqueue.console.actions-enabled=true}; even then an action is accepted only as a
  * same-origin JSON POST carrying the console's token. The page is plain HTML, CSS and JavaScript
  * from this jar, under a Content-Security-Policy that allows nothing but them; it writes every key,
@@ -43,9 +46,10 @@ import org.springframework.web.reactive.function.server.ServerResponse;
  */
 @AutoConfiguration(after = WorkQueueAutoConfiguration.class)
 @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
-@ConditionalOnClass({RouterFunction.class, WorkQueueAdmin.class})
+@ConditionalOnClass({RouterFunction.class, WorkQueueConsole.class})
 @ConditionalOnBean(WorkQueueProperties.class)
-@ConditionalOnProperty(prefix = WorkQueueProperties.PREFIX, name = "console.enabled", havingValue = "true")
+@ConditionalOnProperty(prefix = WorkQueueConsoleProperties.PREFIX, name = "enabled", havingValue = "true")
+@EnableConfigurationProperties(WorkQueueConsoleProperties.class)
 public class WorkQueueConsoleAutoConfiguration {
     private static final Logger log = LoggerFactory.getLogger(WorkQueueConsoleAutoConfiguration.class);
 
@@ -58,7 +62,7 @@ public class WorkQueueConsoleAutoConfiguration {
     /** The console's routes, over one admin per table prefix in use. */
     @Bean
     RouterFunction<ServerResponse> workQueueConsoleRoutes(Map<String, ReactiveWorkQueue<?>> queues,
-            WorkQueueProperties properties, WorkQueueConnectionFactories connections) {
+            WorkQueueProperties properties, WorkQueueConsoleProperties console, WorkQueueConnectionFactories connections) {
         Map<String, WorkQueueAdmin.Builder> builders = new TreeMap<>();
         builders.put(properties.getTablePrefix(),
                 WorkQueueAdmin.builder(connections.statements()).tablePrefix(properties.getTablePrefix()));
@@ -78,8 +82,7 @@ public class WorkQueueConsoleAutoConfiguration {
         if (warning != null) {
             log.warn(warning);
         }
-        WorkQueueProperties.Console console = properties.getConsole();
-        return new ConsoleHandlers(console.getPath(), console.isActionsEnabled(), admins, console.getStatsMaxAge()).routes();
+        return new WorkQueueConsole(console.getPath(), console.isActionsEnabled(), admins, console.getStatsMaxAge()).routes();
     }
 
     /**
@@ -90,8 +93,7 @@ public class WorkQueueConsoleAutoConfiguration {
     @ConditionalOnClass(name = "org.springframework.boot.web.server.context.WebServerInitializedEvent")
     static class LocationLog {
         @Bean
-        ConsoleLocationLog workQueueConsoleLocationLog(WorkQueueProperties properties, Environment environment) {
-            WorkQueueProperties.Console console = properties.getConsole();
+        ConsoleLocationLog workQueueConsoleLocationLog(WorkQueueConsoleProperties console, Environment environment) {
             return new ConsoleLocationLog(console.getPath(), console.isActionsEnabled(), environment);
         }
     }

@@ -1,7 +1,8 @@
 /**
- * The web console of the Spring Boot starter: {@link io.workqueue.spring.boot.autoconfigure.console.WorkQueueConsoleAutoConfiguration}
- * and the handlers it routes to. Not API: only the auto-configuration class is public, because Spring
- * Boot loads it by name.
+ * The auto-configuration of the web console ({@code reactive-workqueue-console}):
+ * {@link io.workqueue.spring.boot.autoconfigure.console.WorkQueueConsoleAutoConfiguration}, its
+ * properties, and the line that says where the console is. Not API: the classes Spring Boot loads
+ * or binds by name are public.
  */
 @NullMarked
 package io.workqueue.spring.boot.autoconfigure.console;

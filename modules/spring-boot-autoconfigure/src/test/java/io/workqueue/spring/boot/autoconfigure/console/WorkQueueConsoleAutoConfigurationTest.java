@@ -1,5 +1,7 @@
 package io.workqueue.spring.boot.autoconfigure.console;
 
+import io.workqueue.spring.boot.console.WorkQueueConsole;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
@@ -56,7 +58,7 @@ class WorkQueueConsoleAutoConfigurationTest {
             WebTestClient client = WebTestClient.bindToRouterFunction(routes(context.getBean("workQueueConsoleRoutes"))).build();
             client.get().uri("/workqueue/").exchange()
                     .expectStatus().isOk()
-                    .expectHeader().valueEquals("Content-Security-Policy", ConsoleGuard.CONTENT_SECURITY_POLICY)
+                    .expectHeader().valueEquals("Content-Security-Policy", WorkQueueConsole.CONTENT_SECURITY_POLICY)
                     .expectBody(String.class).value(page -> assertThat(page)
                             .contains("name=\"workqueue-actions\" content=\"false\"")
                             .doesNotContain("{{token}}"));

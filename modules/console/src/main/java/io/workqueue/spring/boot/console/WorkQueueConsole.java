@@ -1,4 +1,4 @@
-package io.workqueue.spring.boot.autoconfigure.console;
+package io.workqueue.spring.boot.console;
 
 import io.workqueue.ItemPage;
 import io.workqueue.ItemState;
@@ -31,8 +31,11 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The console's routes: the page and its assets (script, style, icon), and a JSON API over one
- * {@link WorkQueueAdmin} per table. Reads answer from the database (the queue list from
+ * The web console: a page and its assets (script, style, icon), and a JSON API over one
+ * {@link WorkQueueAdmin} per table, as WebFlux functional routes under a path. The Spring Boot
+ * auto-configuration serves it when this artifact ({@code reactive-workqueue-console}) is on the
+ * class path and {@code workqueue.console.enabled=true}; a WebFlux application without the starter
+ * can serve {@link #routes()} itself. Reads answer from the database (the queue list from
  * {@link ConsoleStats}); actions answer 403 unless enabled and {@link ConsoleGuard allowed}. Every
  * response carries the console's Content-Security-Policy, {@code nosniff} and {@code no-store}.
  *
@@ -41,8 +44,12 @@ import reactor.core.publisher.Mono;
  * characters. A client needs the exact stored key to act on an item, so nothing is escaped or
  * replaced here; whoever renders them must do it with care. The page writes each as text through
  * one function that isolates its direction and shows every hidden character as a marked code point.
+ *
+ * <p>Read-only unless actions are enabled; even then an action is accepted only as a same-origin
+ * JSON POST carrying the console's token ({@link ConsoleGuard}). The console adds no
+ * authentication: put it behind the application's own. Immutable and thread-safe once built.
  */
-final class ConsoleHandlers {
+public final class WorkQueueConsole {
     private static final String ASSETS = "io/workqueue/spring/boot/console/";
     /** Spring Security's request attribute holding its {@code Mono<CsrfToken>}, when it filters the request. */
     private static final String SECURITY_CSRF_ATTRIBUTE = "org.springframework.security.web.server.csrf.CsrfToken";
@@ -59,7 +66,18 @@ final class ConsoleHandlers {
     private final byte[] style;
     private final byte[] icon;
 
-    ConsoleHandlers(String path, boolean actionsEnabled, Map<String, WorkQueueAdmin> admins, Duration statsMaxAge) {
+    /**
+     * The console under {@code path} over {@code admins}, one per table prefix (the key); reads
+     * answer from the database, the queue list's counts at most {@code statsMaxAge} old. Reads its
+     * assets from this jar now, so a broken jar fails here rather than at the first request.
+     *
+     * @param path           where it is served: {@code /} and segments of letters, digits,
+     *                       {@code .}, {@code _} and {@code -}, no trailing {@code /}
+     * @param actionsEnabled whether retry, remove and purge are accepted
+     * @param admins         the admin of each table prefix shown
+     * @param statsMaxAge    how old the queue list's counts may be; positive
+     */
+    public WorkQueueConsole(String path, boolean actionsEnabled, Map<String, WorkQueueAdmin> admins, Duration statsMaxAge) {
         this.path = path;
         this.actionsEnabled = actionsEnabled;
         this.admins = Map.copyOf(admins);
@@ -78,7 +96,7 @@ final class ConsoleHandlers {
 
     /** Read once, while the context starts, from the starter's jar. */
     private static byte[] asset(String name) {
-        try (InputStream in = ConsoleHandlers.class.getClassLoader().getResourceAsStream(ASSETS + name)) {
+        try (InputStream in = WorkQueueConsole.class.getClassLoader().getResourceAsStream(ASSETS + name)) {
             if (in == null) {
                 throw new IllegalStateException("the console asset " + ASSETS + name + " is missing from the classpath");
             }
@@ -88,7 +106,17 @@ final class ConsoleHandlers {
         }
     }
 
-    RouterFunction<ServerResponse> routes() {
+    /**
+     * The Content-Security-Policy on every response: nothing but the console's own script, style and
+     * icon, and requests only to its own origin.
+     */
+    public static final String CONTENT_SECURITY_POLICY = ConsoleGuard.CONTENT_SECURITY_POLICY;
+
+    /**
+     * The routes: {@code GET path} redirects to {@code path/}, the page, its assets, the API's reads
+     * and, when enabled, its actions ({@code POST path/api/...}).
+     */
+    public RouterFunction<ServerResponse> routes() {
         return RouterFunctions.route()
                 .GET(path, request -> ServerResponse.permanentRedirect(request.uriBuilder().path("/").build()).build())
                 .GET(path + "/", this::page)

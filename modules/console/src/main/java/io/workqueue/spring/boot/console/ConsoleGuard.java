@@ -1,4 +1,4 @@
-package io.workqueue.spring.boot.autoconfigure.console;
+package io.workqueue.spring.boot.console;
 
 import java.net.URI;
 import java.nio.charset.StandardCharsets;

@@ -1,4 +1,4 @@
-package io.workqueue.spring.boot.autoconfigure.console;
+package io.workqueue.spring.boot.console;
 
 import io.workqueue.QueueSummary;
 import io.workqueue.WorkQueueAdmin;

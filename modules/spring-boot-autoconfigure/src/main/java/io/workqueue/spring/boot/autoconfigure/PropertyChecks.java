@@ -1,0 +1,21 @@
+package io.workqueue.spring.boot.autoconfigure;
+
+import java.time.Duration;
+import org.jspecify.annotations.Nullable;
+import org.springframework.validation.Errors;
+
+/**
+ * The checks the starter's properties classes make beyond what the library's builders judge, in one
+ * place and one wording (the library's: "must be positive but was ..."). Public only so that the
+ * auto-configurations' own properties, in sub-packages, share it; not API.
+ */
+public final class PropertyChecks {
+    private PropertyChecks() {}
+
+    /** Rejects {@code field} unless {@code value} is a positive duration. */
+    public static void requirePositive(Errors errors, String field, @Nullable Duration value) {
+        if (value == null || value.isZero() || value.isNegative()) {
+            errors.rejectValue(field, "invalid", "must be positive but was " + value);
+        }
+    }
+}
