@@ -211,7 +211,7 @@ class WorkQueueStarterIT {
     }
 
     @Test
-    void onTheDriversThreadsAHandlerBeanHoldingOneIsNamedInAWarning(CapturedOutput output) {
+    void onTheDriversThreadsAHandlerBeanHoldingOneIsNamedInAWarning() {
         String prefix = TestDatabase.createTable();
         runner.withUserConfiguration(SpinningHandler.class)
                 .withPropertyValues("workqueue.table-prefix=" + prefix,
@@ -222,8 +222,8 @@ class WorkQueueStarterIT {
                     ReactiveWorkQueue<String> spun = queue(context.getBean("spun"));
                     spun.enqueueKeys("spin").block(TIMEOUT);
                     await().atMost(TIMEOUT).until(() -> spun.stats().block(TIMEOUT).completed() == 1);
-                    await().atMost(TIMEOUT).until(() -> output.getAll().contains("held non-blocking thread"));
-                    String warning = output.getAll().lines().filter(line -> line.contains("held non-blocking thread"))
+                    await().atMost(TIMEOUT).until(() -> ExpectedLogs.text().contains("held non-blocking thread"));
+                    String warning = ExpectedLogs.text().lines().filter(line -> line.contains("held non-blocking thread"))
                             .findFirst().orElseThrow();
                     assertThat(warning).contains("WARN")
                             .contains("handler " + SpinningHandler.Spinner.class.getName() + " (bean 'spinner') of queue spun")
