@@ -39,6 +39,8 @@ public final class WorkerOptions {
     private final int claimBatch;
     private final IntFunction<Duration> backoff;
     private final @Nullable Scheduler handlerScheduler;
+    private final @Nullable Duration restartBackoff;
+    private final Duration maxRestartBackoff;
 
     /** Validates the builder's values and caps the lease and poll; the only way an instance is made. */
     private WorkerOptions(Builder b) {
@@ -67,6 +69,17 @@ public final class WorkerOptions {
                     + " the worker's own pool");
         }
         this.handlerScheduler = b.handlerScheduler;
+        if (b.restartBackoff != null) {
+            this.restartBackoff = Durations.capped(requirePositive("restartBackoff", b.restartBackoff));
+            if (b.maxRestartBackoff == null || b.maxRestartBackoff.compareTo(b.restartBackoff) < 0) {
+                throw new InvalidConfigException("maxRestartBackoff must be at least restartBackoff ("
+                        + b.restartBackoff + ") but was " + b.maxRestartBackoff);
+            }
+            this.maxRestartBackoff = Durations.capped(b.maxRestartBackoff);
+        } else {
+            this.restartBackoff = null;
+            this.maxRestartBackoff = Duration.ZERO;
+        }
     }
 
     /**
@@ -94,6 +107,8 @@ public final class WorkerOptions {
         builder.backoff = backoff;
         builder.handlerScheduler = handlerScheduler;
         builder.handlerSchedulerSet = handlerScheduler != null;
+        builder.restartBackoff = restartBackoff;
+        builder.maxRestartBackoff = restartBackoff == null ? null : maxRestartBackoff;
         return builder;
     }
 
@@ -114,14 +129,19 @@ public final class WorkerOptions {
      * after that, never more than {@code max}: {@link #exponentialBackoff(int)} is this with one
      * second and five minutes. For {@link Builder#backoff}.
      *
-     * @param first the delay after the first attempt; positive
+     * @param first the delay after the first attempt; zero or more (zero makes a failed item due
+     *              again at once, however often it fails)
      * @param max   the longest delay; at least {@code first}
      * @return the back-off function: from an item's attempts (1 after the first claim; zero or
      *         less is taken as 1) to its delay
-     * @throws InvalidConfigException if {@code first} is not positive or {@code max} is shorter
+     * @throws InvalidConfigException if {@code first} is null or negative, or {@code max} is null
+     *                                or shorter
      */
     public static IntFunction<Duration> exponentialBackoff(Duration first, Duration max) {
-        Duration from = requirePositive("first", first);
+        if (first == null || first.isNegative()) {
+            throw new InvalidConfigException("first must be zero or more but was " + first);
+        }
+        Duration from = first;
         if (max == null || max.compareTo(from) < 0) {
             throw new InvalidConfigException("max must be at least first (" + first + ") but was " + max);
         }
@@ -225,6 +245,37 @@ public final class WorkerOptions {
     }
 
     /**
+     * The first delay before the worker is started again after its stream ended on an error, or
+     * empty if it is not restarted (the default: the stream ends with the error, as any
+     * {@code Flux} does).
+     *
+     * <p>A worker's stream ends on an error only when the database fails in a way the library does
+     * not retry: the table is gone or older than the library, the role lost its rights, and the
+     * like. A service usually wants its worker back once the cause is fixed, without a restart of
+     * its own; with a restart back-off, {@code process} logs the error at WARN (naming the queue
+     * and the handler) and subscribes a fresh worker after a delay that doubles from this one up to
+     * {@link #maxRestartBackoff()} (with a random spread of up to half, so a fleet does not retry
+     * in step), starting again from this one once a worker has completed an item. The stream then
+     * never ends on an error; a graceful stop still ends it, during a back-off too. Items a failed
+     * worker held are handed out again as their leases lapse, as always.
+     *
+     * @return the first restart delay, or empty for no restarts (the default)
+     */
+    public Optional<Duration> restartBackoff() {
+        return Optional.ofNullable(restartBackoff);
+    }
+
+    /**
+     * The longest delay between restarts of a worker whose stream keeps ending on an error: see
+     * {@link #restartBackoff()}.
+     *
+     * @return the ceiling of the restart delay; zero when the worker is not restarted
+     */
+    public Duration maxRestartBackoff() {
+        return maxRestartBackoff;
+    }
+
+    /**
      * Whether {@code other} holds the same settings (the same back-off function instance).
      *
      * @param other any object, or {@code null}
@@ -238,7 +289,9 @@ public final class WorkerOptions {
                 && poll.equals(that.poll)
                 && claimBatch == that.claimBatch
                 && backoff.equals(that.backoff)
-                && handlerScheduler == that.handlerScheduler;
+                && handlerScheduler == that.handlerScheduler
+                && Objects.equals(restartBackoff, that.restartBackoff)
+                && maxRestartBackoff.equals(that.maxRestartBackoff);
     }
 
     /**
@@ -248,7 +301,8 @@ public final class WorkerOptions {
      */
     @Override
     public int hashCode() {
-        return Objects.hash(concurrency, lease, poll, claimBatch, backoff, System.identityHashCode(handlerScheduler));
+        return Objects.hash(concurrency, lease, poll, claimBatch, backoff, System.identityHashCode(handlerScheduler),
+                restartBackoff, maxRestartBackoff);
     }
 
     /**
@@ -260,7 +314,8 @@ public final class WorkerOptions {
     public String toString() {
         return "WorkerOptions[concurrency=" + concurrency + ", lease=" + lease + ", poll=" + poll
                 + ", claimBatch=" + claimBatch + ", backoff=" + backoff + ", handlerScheduler="
-                + (handlerScheduler == null ? "worker's own pool" : handlerScheduler) + "]";
+                + (handlerScheduler == null ? "worker's own pool" : handlerScheduler) + ", restart="
+                + (restartBackoff == null ? "never" : restartBackoff + " to " + maxRestartBackoff) + "]";
     }
 
     private static Duration requirePositive(String field, @Nullable Duration value) {
@@ -282,6 +337,8 @@ public final class WorkerOptions {
         private @Nullable Scheduler handlerScheduler;
         /** Whether {@link #handlerScheduler(Scheduler)} was called, so that a null given there is refused. */
         private boolean handlerSchedulerSet;
+        private @Nullable Duration restartBackoff;
+        private @Nullable Duration maxRestartBackoff;
 
         private Builder() {}
 
@@ -357,6 +414,20 @@ public final class WorkerOptions {
         public Builder handlerScheduler(Scheduler scheduler) {
             this.handlerScheduler = scheduler;
             this.handlerSchedulerSet = true;
+            return this;
+        }
+
+        /**
+         * Restarts the worker after its stream ends on an error, after a delay doubling from
+         * {@code first} to {@code max}: see {@link WorkerOptions#restartBackoff()}. Off by default.
+         *
+         * @param first the delay before the first restart; positive
+         * @param max   the longest delay; at least {@code first}
+         * @return this builder
+         */
+        public Builder restartOnError(Duration first, Duration max) {
+            this.restartBackoff = first;
+            this.maxRestartBackoff = max;
             return this;
         }
 

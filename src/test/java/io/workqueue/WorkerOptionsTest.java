@@ -69,6 +69,31 @@ class WorkerOptionsTest {
         }
     }
 
+    @Test
+    void theParameterisedBackOffDoublesFromItsFirstDelayUpToItsCeiling() {
+        IntFunction<Duration> backoff = WorkerOptions.exponentialBackoff(Duration.ofMillis(100), Duration.ofSeconds(1));
+        assertEquals(List.of(100L, 100L, 100L, 200L, 400L, 800L, 1000L, 1000L),
+                Stream.of(-1, 0, 1, 2, 3, 4, 5, Integer.MAX_VALUE).map(a -> backoff.apply(a).toMillis()).toList());
+        IntFunction<Duration> standard = WorkerOptions.exponentialBackoff(Duration.ofSeconds(1), Duration.ofMinutes(5));
+        for (int attempts = 0; attempts < 40; attempts++) {
+            assertEquals(WorkerOptions.exponentialBackoff(attempts), standard.apply(attempts));
+        }
+        IntFunction<Duration> atOnce = WorkerOptions.exponentialBackoff(Duration.ZERO, Duration.ofSeconds(1));
+        assertEquals(Duration.ZERO, atOnce.apply(Integer.MAX_VALUE), "a zero first delay stays zero");
+        IntFunction<Duration> longest = WorkerOptions.exponentialBackoff(Duration.ofDays(1), Duration.ofSeconds(Long.MAX_VALUE, 999_999_999));
+        assertTrue(longest.apply(Integer.MAX_VALUE).compareTo(Duration.ofDays(1)) > 0, "doubling a long delay does not overflow");
+    }
+
+    @Test
+    void theParameterisedBackOffRefusesANegativeFirstDelayOrACeilingBelowIt() {
+        assertEquals("first must be zero or more but was PT-0.001S", assertThrows(InvalidConfigException.class,
+                () -> WorkerOptions.exponentialBackoff(Duration.ofMillis(-1), Duration.ofSeconds(1))).getMessage());
+        assertThrows(InvalidConfigException.class, () -> WorkerOptions.exponentialBackoff(null, Duration.ofSeconds(1)));
+        assertEquals("max must be at least first (PT1S) but was PT0.01S", assertThrows(InvalidConfigException.class,
+                () -> WorkerOptions.exponentialBackoff(Duration.ofSeconds(1), Duration.ofMillis(10))).getMessage());
+        assertThrows(InvalidConfigException.class, () -> WorkerOptions.exponentialBackoff(Duration.ZERO, null));
+    }
+
     // ------------------------------------------------------------------ one exception type per rule
 
     static Stream<Arguments> badSettings() {

@@ -19,6 +19,7 @@ import io.workqueue.internal.Notifier;
 import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.WakeGate;
 import io.workqueue.internal.Worker;
+import io.workqueue.internal.WorkerRestarts;
 import io.workqueue.internal.base.Durations;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -231,7 +232,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Flux.defer(() -> {
             Objects.requireNonNull(handler, "handler");
             Objects.requireNonNull(options, "options");
-            return new Worker<>(this, handler, options, timer).flux();
+            return WorkerRestarts.of(options, config.name(), handler, timer, null,
+                    stop -> new Worker<>(this, handler, options, timer, stop).flux());
         });
     }
 
@@ -242,7 +244,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             Objects.requireNonNull(handler, "handler");
             Objects.requireNonNull(options, "options");
             Objects.requireNonNull(stop, "stop");
-            return new Worker<>(this, handler, options, timer, stop).flux();
+            return WorkerRestarts.of(options, config.name(), handler, timer, stop,
+                    given -> new Worker<>(this, handler, options, timer, given).flux());
         });
     }
 

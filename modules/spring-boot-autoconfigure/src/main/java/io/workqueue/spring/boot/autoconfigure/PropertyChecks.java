@@ -18,4 +18,16 @@ public final class PropertyChecks {
             errors.rejectValue(field, "invalid", "must be positive but was " + value);
         }
     }
+
+    /**
+     * Rejects {@code field} unless {@code value} is at least {@code floor}, the value of the property
+     * called {@code floorName} (a ceiling below its floor); nothing when the floor itself is missing,
+     * which its own check reports.
+     */
+    public static void requireAtLeast(Errors errors, String field, @Nullable Duration value, String floorName,
+            @Nullable Duration floor) {
+        if (floor != null && (value == null || value.compareTo(floor) < 0)) {
+            errors.rejectValue(field, "invalid", "must be at least " + floorName + " (" + floor + ") but was " + value);
+        }
+    }
 }

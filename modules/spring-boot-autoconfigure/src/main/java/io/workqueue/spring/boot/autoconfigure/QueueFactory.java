@@ -48,7 +48,7 @@ final class QueueFactory {
         if (queue == null) {
             throw new IllegalStateException("no workqueue.queues." + bean + " is configured");
         }
-        return build(bean, queue.getKeyType(), properties.configOf(bean, queue));
+        return build(bean, queue.getKeyType(), QueueSettings.configOf(properties, bean, queue));
     }
 
     /**

@@ -23,7 +23,6 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
-import reactor.util.retry.Retry;
 
 /**
  * Runs {@link ReactiveWorkQueue#process} for every {@link WorkQueueHandler} bean, from application
@@ -35,9 +34,10 @@ import reactor.util.retry.Retry;
  * {@code workqueue.queues.<name>.worker.*}; a worker switched off there is not run.
  *
  * <p><b>Restarts.</b> A worker's stream ends on an error only when the database fails in a way the
- * library does not retry (say, the table was dropped). It is then logged with the cause and
- * restarted after a back-off that doubles from {@code restart-backoff} to
- * {@code max-restart-backoff}, and resets once the worker completes items again.
+ * library does not retry (say, the table was dropped). The library then logs it with the cause and
+ * restarts the worker after a back-off that doubles from {@code restart-backoff} to
+ * {@code max-restart-backoff}, and resets once the worker completes items again
+ * ({@link WorkerOptions#restartBackoff()}); the starter only sets the option.
  *
  * <p><b>Stopping</b> asks every worker to stop gracefully: it claims nothing more, lets running
  * handlers finish, completes or releases their items, and ends; Spring's callback runs once all
@@ -67,16 +67,8 @@ final class QueueWorkers implements SmartLifecycle {
 
         Flux<?> run(Mono<Void> stop) {
             NamedHandler<K> named = new NamedHandler<>(handler, handlerBean);
-            return Flux.defer(() -> queue.process(named, options, stop))
-                    .retryWhen(Retry.backoff(Long.MAX_VALUE, settings.getRestartBackoff())
-                            .maxBackoff(settings.getMaxRestartBackoff())
-                            // A worker that completed items since its last failure starts over from
-                            // the first delay.
-                            .transientErrors(true)
-                            .doBeforeRetry(signal -> log.warn(
-                                    "worker of queue {} (handler {}) ended on an error; restarting it after a back-off"
-                                            + " (restart {} in a row)", queueBean, handlerBean,
-                                    signal.totalRetriesInARow() + 1, signal.failure())));
+            // The options restart the worker on error (WorkerOptions.restartBackoff), logging why.
+            return queue.process(named, options, stop);
         }
     }
 
@@ -131,7 +123,7 @@ final class QueueWorkers implements SmartLifecycle {
                 continue;
             }
             WorkQueueHandler<?> handler = beanFactory.getBean(handlerBean, WorkQueueHandler.class);
-            bindings.add(new Binding(handlerBean, queueBean, queue, handler, settings.options(), settings));
+            bindings.add(new Binding(handlerBean, queueBean, queue, handler, QueueSettings.options(settings), settings));
         }
         return List.copyOf(bindings);
     }

@@ -31,7 +31,7 @@ final class SchemaInitializer implements InitializingBean {
     @Override
     public void afterPropertiesSet() {
         Set<String> prefixes = new LinkedHashSet<>();
-        properties.getQueues().values().forEach(queue -> prefixes.add(properties.tablePrefixOf(queue)));
+        properties.getQueues().values().forEach(queue -> prefixes.add(QueueSettings.tablePrefixOf(properties, queue)));
         Duration timeout = properties.getSchema().getTimeout();
         for (String prefix : prefixes) {
             try {

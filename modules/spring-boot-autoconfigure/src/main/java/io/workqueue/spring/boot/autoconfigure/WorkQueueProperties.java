@@ -1,22 +1,20 @@
 package io.workqueue.spring.boot.autoconfigure;
 
-import io.workqueue.InvalidConfigException;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
 import java.time.Duration;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.function.BiConsumer;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.validation.Errors;
 import org.springframework.validation.Validator;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * The {@code workqueue.*} properties: which queues the application has and how they, their
- * workers, the notification listener, housekeeping and health behave.
+ * workers, the notification listener and housekeeping behave. Data only: {@code QueueSettings}
+ * judges the values and maps them onto the library's builders; {@code workqueue.health.*} and
+ * {@code workqueue.console.*} belong to their own auto-configurations.
  *
  * <p>Validated when bound, before any bean uses it: a value the library would refuse fails the
  * application's start with a message naming the property (for instance
@@ -50,9 +48,6 @@ public class WorkQueueProperties implements Validator {
     private final Listener listener = new Listener();
 
     private final Housekeeping housekeeping = new Housekeeping();
-
-    private final Health health = new Health();
-
 
     /** Whether the starter creates anything at all; default true. */
     public boolean isEnabled() {
@@ -99,71 +94,17 @@ public class WorkQueueProperties implements Validator {
         return housekeeping;
     }
 
-    /** The health indicator's defaults. */
-    public Health getHealth() {
-        return health;
-    }
-
-
-    /** The table prefix {@code queue} uses: its own, or else {@link #getTablePrefix()}. */
-    String tablePrefixOf(Queue queue) {
-        String own = queue.getTablePrefix();
-        return own != null ? own : tablePrefix;
-    }
-
-    /** The health threshold of {@code queue}: its own, or else the default. */
-    Duration maxOldestReadyAgeOf(@Nullable Queue queue) {
-        Duration own = queue == null ? null : queue.getHealth().getMaxOldestReadyAge();
-        return own != null ? own : health.getMaxOldestReadyAge();
-    }
-
-    /**
-     * The library configuration of the queue configured as {@code bean}.
-     *
-     * @throws InvalidConfigException if a value is out of range (binding validation reports it first)
-     */
-    WorkQueueConfig configOf(String bean, Queue queue) {
-        WorkQueueConfig.Builder builder = WorkQueueConfig.builder(queue.nameOr(bean)).tablePrefix(tablePrefixOf(queue));
-        for (Setting<WorkQueueConfig.Builder, Queue> setting : Queue.SETTINGS) {
-            setting.apply().accept(builder, queue);
-        }
-        return builder.build();
-    }
-
-    // ------------------------------------------------------------------ validation
-
+    /** Judged by {@code QueueSettings}, which also maps these properties onto the library's builders. */
     @Override
     public boolean supports(Class<?> type) {
         return WorkQueueProperties.class.isAssignableFrom(type);
     }
 
+    /** Rejects each value the library would refuse, naming its property: see {@code QueueSettings}. */
     @Override
     public void validate(Object target, Errors errors) {
-        WorkQueueProperties properties = (WorkQueueProperties) target;
-        check(errors, "tablePrefix", () -> WorkQueueConfig.builder("q").tablePrefix(properties.tablePrefix).build());
-        properties.queues.forEach((bean, queue) -> queue.validate(bean, properties, errors));
-        properties.schema.validate(errors);
-        properties.listener.validate(errors);
-        properties.housekeeping.validate(errors);
-        requirePositive(errors, "health.maxOldestReadyAge", properties.health.getMaxOldestReadyAge());
-        requirePositive(errors, "health.timeout", properties.health.getTimeout());
+        QueueSettings.validate((WorkQueueProperties) target, errors);
     }
-
-    /** Runs {@code attempt}; if the library refuses it, rejects {@code field} with the library's reason. */
-    private static void check(Errors errors, String field, Runnable attempt) {
-        try {
-            attempt.run();
-        } catch (InvalidConfigException e) {
-            errors.rejectValue(field, "invalid", e.getMessage());
-        }
-    }
-
-    private static void requirePositive(Errors errors, String field, @Nullable Duration value) {
-        PropertyChecks.requirePositive(errors, field, value);
-    }
-
-    /** One property and how it is handed to a library builder, so validation and use share it. */
-    record Setting<B, P>(String field, BiConsumer<B, P> apply) {}
 
     // ------------------------------------------------------------------ nested groups
 
@@ -172,20 +113,6 @@ public class WorkQueueProperties implements Validator {
      * threshold. Defaults are the library's (a test keeps them equal).
      */
     public static class Queue {
-        static final List<Setting<WorkQueueConfig.Builder, Queue>> SETTINGS = List.of(
-                new Setting<>("notifyChannel", (b, q) -> b.notifyChannel(q.notifyChannel)),
-                new Setting<>("notifyOnEnqueue", (b, q) -> b.notifyOnEnqueue(q.notifyOnEnqueue)),
-                new Setting<>("retention", (b, q) -> b.retention(q.retention)),
-                new Setting<>("maxAttempts", (b, q) -> b.maxAttempts(q.maxAttempts)),
-                new Setting<>("maxClaimBatch", (b, q) -> b.maxClaimBatch(q.maxClaimBatch)),
-                new Setting<>("reapBatchSize", (b, q) -> b.reapBatchSize(q.reapBatchSize)),
-                new Setting<>("writeAttempts", (b, q) -> b.writeAttempts(q.writeAttempts)),
-                new Setting<>("minWakeInterval", (b, q) -> b.minWakeInterval(q.minWakeInterval)),
-                new Setting<>("writeTimeout", (b, q) -> b.writeTimeout(q.writeTimeout)),
-                new Setting<>("deleteOnComplete", (b, q) -> b.deleteOnComplete(q.deleteOnComplete)),
-                new Setting<>("maxWriteBatch", (b, q) -> b.maxWriteBatch(q.maxWriteBatch)),
-                new Setting<>("horizonWarning", (b, q) -> b.horizonWarning(q.horizonWarning)));
-
         /**
          * The logical queue name stored in the table (free text, 1 to 512 characters); default: this
          * queue's key under workqueue.queues.
@@ -252,31 +179,6 @@ public class WorkQueueProperties implements Validator {
         private final Worker worker = new Worker();
 
         private final QueueHealth health = new QueueHealth();
-
-        /** The logical name, or {@code bean} when none is set. */
-        String nameOr(String bean) {
-            return name != null ? name : bean;
-        }
-
-        void validate(String bean, WorkQueueProperties properties, Errors errors) {
-            String path = "queues[" + bean + "].";
-            String logicalName = nameOr(bean);
-            check(errors, path + "name", () -> WorkQueueConfig.builder(logicalName).build());
-            check(errors, path + "tablePrefix",
-                    () -> WorkQueueConfig.builder("q").tablePrefix(properties.tablePrefixOf(this)).build());
-            for (Setting<WorkQueueConfig.Builder, Queue> setting : SETTINGS) {
-                check(errors, path + setting.field(), () -> {
-                    WorkQueueConfig.Builder builder = WorkQueueConfig.builder("q");
-                    setting.apply().accept(builder, this);
-                    builder.build();
-                });
-            }
-            worker.validate(path + "worker.", errors);
-            Duration threshold = health.getMaxOldestReadyAge();
-            if (threshold != null) {
-                requirePositive(errors, path + "health.maxOldestReadyAge", threshold);
-            }
-        }
 
         /** The logical name; null means the key under workqueue.queues. */
         public @Nullable String getName() {
@@ -444,13 +346,6 @@ public class WorkQueueProperties implements Validator {
      * {@code ReactiveWorkQueue.process}, and how the starter restarts it. Defaults are the library's.
      */
     public static class Worker {
-        static final List<Setting<WorkerOptions.Builder, Worker>> SETTINGS = List.of(
-                new Setting<>("concurrency", (b, w) -> b.concurrency(w.concurrency)),
-                new Setting<>("lease", (b, w) -> b.lease(w.lease)),
-                new Setting<>("poll", (b, w) -> b.poll(w.poll)),
-                new Setting<>("claimBatch", (b, w) -> b.claimBatch(w.claimBatch)),
-                new Setting<>("handlerScheduler", (b, w) -> HandlerScheduler.apply(w.handlerScheduler, b)));
-
         /** Whether this application runs the queue's handler bean; false to only enqueue here. */
         private boolean enabled = true;
 
@@ -487,54 +382,6 @@ public class WorkQueueProperties implements Validator {
          * (the database driver's event-loop threads: no hand-off, and a handler must never block).
          */
         private HandlerScheduler handlerScheduler = HandlerScheduler.WORKER_POOL;
-
-        /**
-         * The worker options.
-         *
-         * @throws InvalidConfigException if a value is out of range (binding validation reports it first)
-         */
-        WorkerOptions options() {
-            WorkerOptions.Builder builder = WorkerOptions.builder().backoff(this::backoffFor);
-            for (Setting<WorkerOptions.Builder, Worker> setting : SETTINGS) {
-                setting.apply().accept(builder, this);
-            }
-            return builder.build();
-        }
-
-        /**
-         * {@link #getBackoff()} doubled for each attempt after the first, capped at
-         * {@link #getMaxBackoff()}; with the defaults, exactly {@link WorkerOptions#exponentialBackoff}.
-         */
-        Duration backoffFor(int attempts) {
-            int doublings = Math.max(0, Math.min(attempts - 1, 40));
-            // Compare before multiplying, so a long back-off cannot overflow.
-            Duration delay = backoff;
-            for (int i = 0; i < doublings && delay.compareTo(maxBackoff) < 0; i++) {
-                delay = delay.multipliedBy(2);
-            }
-            return delay.compareTo(maxBackoff) > 0 ? maxBackoff : delay;
-        }
-
-        void validate(String path, Errors errors) {
-            for (Setting<WorkerOptions.Builder, Worker> setting : SETTINGS) {
-                check(errors, path + setting.field(), () -> {
-                    WorkerOptions.Builder builder = WorkerOptions.builder();
-                    setting.apply().accept(builder, this);
-                    builder.build();
-                });
-            }
-            if (backoff == null || backoff.isNegative()) {
-                errors.rejectValue(path + "backoff", "invalid", "must be zero or more but was " + backoff);
-            } else if (maxBackoff == null || maxBackoff.compareTo(backoff) < 0) {
-                errors.rejectValue(path + "maxBackoff", "invalid",
-                        "must be at least backoff (" + backoff + ") but was " + maxBackoff);
-            }
-            requirePositive(errors, path + "restartBackoff", restartBackoff);
-            if (restartBackoff != null && (maxRestartBackoff == null || maxRestartBackoff.compareTo(restartBackoff) < 0)) {
-                errors.rejectValue(path + "maxRestartBackoff", "invalid",
-                        "must be at least restart-backoff (" + restartBackoff + ") but was " + maxRestartBackoff);
-            }
-        }
 
         /** Whether the worker runs here; default true. */
         public boolean isEnabled() {
@@ -647,24 +494,7 @@ public class WorkQueueProperties implements Validator {
         /** Reactor's shared {@code Schedulers.boundedElastic()}, capped for the whole JVM. */
         BOUNDED_ELASTIC,
         /** {@code Schedulers.immediate()}: the database driver's threads; a handler must never block. */
-        DRIVER;
-
-        /**
-         * Sets {@code choice} on {@code builder}; the worker's pool is the builder's default, so it
-         * sets nothing. A {@code null} choice (an empty property) is handed on, for the builder to
-         * refuse with a message naming the setting.
-         */
-        static void apply(@Nullable HandlerScheduler choice, WorkerOptions.Builder builder) {
-            if (choice == null) {
-                builder.handlerScheduler(null);
-                return;
-            }
-            switch (choice) {
-                case WORKER_POOL -> { }
-                case BOUNDED_ELASTIC -> builder.handlerScheduler(Schedulers.boundedElastic());
-                case DRIVER -> builder.handlerScheduler(Schedulers.immediate());
-            }
-        }
+        DRIVER
     }
 
     /** A queue's own health threshold. */
@@ -694,10 +524,6 @@ public class WorkQueueProperties implements Validator {
 
         /** How long applying the schema may take before the start fails. */
         private Duration timeout = Duration.ofSeconds(30);
-
-        void validate(Errors errors) {
-            requirePositive(errors, "schema.timeout", timeout);
-        }
 
         /** Whether the schema is applied at startup; default false. */
         public boolean isApply() {
@@ -733,17 +559,6 @@ public class WorkQueueProperties implements Validator {
 
         /** How long that check may take before the connection is replaced. */
         private Duration healthCheckTimeout = Duration.ofSeconds(5);
-
-        void validate(Errors errors) {
-            requirePositive(errors, "listener.reconnectBackoff", reconnectBackoff);
-            if (reconnectBackoff != null
-                    && (maxReconnectBackoff == null || maxReconnectBackoff.compareTo(reconnectBackoff) < 0)) {
-                errors.rejectValue("listener.maxReconnectBackoff", "invalid",
-                        "must be at least reconnect-backoff (" + reconnectBackoff + ") but was " + maxReconnectBackoff);
-            }
-            requirePositive(errors, "listener.healthCheckInterval", healthCheckInterval);
-            requirePositive(errors, "listener.healthCheckTimeout", healthCheckTimeout);
-        }
 
         /** Default 100ms. */
         public Duration getReconnectBackoff() {
@@ -798,10 +613,6 @@ public class WorkQueueProperties implements Validator {
          */
         private Duration interval = Duration.ofSeconds(30);
 
-        void validate(Errors errors) {
-            requirePositive(errors, "housekeeping.interval", interval);
-        }
-
         /** Default true. */
         public boolean isEnabled() {
             return enabled;
@@ -823,32 +634,4 @@ public class WorkQueueProperties implements Validator {
         }
     }
 
-    /** The defaults of the per-queue health indicator. */
-    public static class Health {
-        /** How long the oldest ready item may wait before its queue reports DOWN. */
-        private Duration maxOldestReadyAge = Duration.ofMinutes(5);
-
-        /** How long the stats read behind a health check may take before the queue reports DOWN. */
-        private Duration timeout = Duration.ofSeconds(5);
-
-        /** Default 5m. */
-        public Duration getMaxOldestReadyAge() {
-            return maxOldestReadyAge;
-        }
-
-        /** Sets {@link #getMaxOldestReadyAge()}. */
-        public void setMaxOldestReadyAge(Duration maxOldestReadyAge) {
-            this.maxOldestReadyAge = maxOldestReadyAge;
-        }
-
-        /** Default 5s. */
-        public Duration getTimeout() {
-            return timeout;
-        }
-
-        /** Sets {@link #getTimeout()}. */
-        public void setTimeout(Duration timeout) {
-            this.timeout = timeout;
-        }
-    }
 }

@@ -132,13 +132,13 @@ class WorkQueueAutoConfigurationTest {
                         "workqueue.queues.mail.key-type=java.lang.String")
                 .run(context -> {
                     WorkQueueProperties properties = context.getBean(WorkQueueProperties.class);
-                    assertThat(properties.configOf("tiles", properties.getQueues().get("tiles")))
+                    assertThat(QueueSettings.configOf(properties, "tiles", properties.getQueues().get("tiles")))
                             .isEqualTo(WorkQueueConfig.builder("tiles").tablePrefix("tiles").notifyChannel("tiles_work")
                                     .notifyOnEnqueue(false).retention(Duration.ofHours(2)).maxAttempts(7).maxClaimBatch(50).reapBatchSize(20)
                                     .writeAttempts(5).minWakeInterval(Duration.ofMillis(250))
                                     .writeTimeout(Duration.ofSeconds(3)).deleteOnComplete(true).maxWriteBatch(900)
                                     .horizonWarning(Duration.ofSeconds(90)).build());
-                    assertThat(properties.configOf("mail", properties.getQueues().get("mail")).tablePrefix())
+                    assertThat(QueueSettings.configOf(properties, "mail", properties.getQueues().get("mail")).tablePrefix())
                             .as("a queue without a prefix of its own takes workqueue.table-prefix")
                             .isEqualTo("shared");
                 });
@@ -155,8 +155,8 @@ class WorkQueueAutoConfigurationTest {
                         "workqueue.queues.tiles.worker.max-backoff=1s",
                         "workqueue.queues.tiles.worker.handler-scheduler=driver")
                 .run(context -> {
-                    WorkerOptions options = context.getBean(WorkQueueProperties.class).getQueues().get("tiles")
-                            .getWorker().options();
+                    WorkerOptions options = QueueSettings.options(context.getBean(WorkQueueProperties.class)
+                            .getQueues().get("tiles").getWorker());
                     assertThat(options.concurrency()).isEqualTo(3);
                     assertThat(options.lease()).isEqualTo(Duration.ofMinutes(2));
                     assertThat(options.poll()).isEqualTo(Duration.ofSeconds(5));
@@ -169,14 +169,25 @@ class WorkQueueAutoConfigurationTest {
     }
 
     @Test
+    void aZeroBackOffMakesAFailedItemDueAgainAtOnce() {
+        runner.withPropertyValues("workqueue.queues.tiles.worker.backoff=0s", "workqueue.queues.tiles.worker.max-backoff=0s")
+                .run(context -> {
+                    WorkerOptions options = QueueSettings.options(
+                            context.getBean(WorkQueueProperties.class).getQueues().get("tiles").getWorker());
+                    assertThat(IntStream.of(1, 2, 64).mapToObj(options.backoff()::apply))
+                            .containsOnly(Duration.ZERO);
+                });
+    }
+
+    @Test
     void theHandlerSchedulerPropertyNamesEachChoice() {
         runner.withPropertyValues("workqueue.queues.tiles.worker.handler-scheduler=bounded-elastic",
                         "workqueue.queues.pages.worker.handler-scheduler=worker-pool")
                 .run(context -> {
                     WorkQueueProperties properties = context.getBean(WorkQueueProperties.class);
-                    assertThat(properties.getQueues().get("tiles").getWorker().options().handlerScheduler())
+                    assertThat(QueueSettings.options(properties.getQueues().get("tiles").getWorker()).handlerScheduler())
                             .containsSame(Schedulers.boundedElastic());
-                    assertThat(properties.getQueues().get("pages").getWorker().options().handlerScheduler())
+                    assertThat(QueueSettings.options(properties.getQueues().get("pages").getWorker()).handlerScheduler())
                             .as("the worker's own pool").isEmpty();
                 });
     }
@@ -185,10 +196,10 @@ class WorkQueueAutoConfigurationTest {
     void theDefaultsAreTheLibrarysDefaults() {
         WorkQueueProperties properties = new WorkQueueProperties();
         WorkQueueProperties.Queue queue = new WorkQueueProperties.Queue();
-        assertThat(properties.configOf("tiles", queue)).isEqualTo(WorkQueueConfig.builder("tiles").build());
+        assertThat(QueueSettings.configOf(properties, "tiles", queue)).isEqualTo(WorkQueueConfig.builder("tiles").build());
 
         WorkerOptions defaults = WorkerOptions.builder().build();
-        WorkerOptions options = queue.getWorker().options();
+        WorkerOptions options = QueueSettings.options(queue.getWorker());
         assertThat(options.concurrency()).isEqualTo(defaults.concurrency());
         assertThat(options.lease()).isEqualTo(defaults.lease());
         assertThat(options.poll()).isEqualTo(defaults.poll());
@@ -215,6 +226,11 @@ class WorkQueueAutoConfigurationTest {
             "workqueue.table-prefix                     | 9lives      | prefix",
             "workqueue.housekeeping.interval            | 0s          | must be positive but was PT0S",
             "workqueue.listener.reconnect-backoff       | 0s          | must be positive but was PT0S",
+            "workqueue.listener.max-reconnect-backoff   | 10ms        | must be at least reconnect-backoff (PT0.1S) but was PT0.01S",
+            "workqueue.queues.tiles.worker.backoff      | -1s         | must be zero or more but was PT-1S",
+            "workqueue.queues.tiles.worker.max-restart-backoff | 10ms | must be at least restart-backoff (PT1S) but was PT0.01S",
+            "workqueue.health.timeout                   | 0s          | must be positive but was PT0S",
+            "workqueue.health.max-oldest-ready-age      | -5m         | must be positive but was PT-5M",
     })
     void aBadValueFailsTheStartNamingTheProperty(String property, String value, String reason) {
         runner.withPropertyValues("workqueue.queues.tiles.key-type=java.lang.String", property + "=" + value)
