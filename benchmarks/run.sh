@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The benchmark suite of issue #5, in one command, against the local PostgreSQL.
 #
-#   examples/bench/run.sh            # full run: results, CSV, JSON, PNG charts and README in docs/benchmarks/
-#   examples/bench/run.sh --quick    # small sizes (~4 min): results in examples/bench/target/bench-quick/
-#   examples/bench/run.sh --help     # every option (scenarios, sizes, output folder)
+#   benchmarks/run.sh            # full run: results, CSV, JSON, PNG charts and README in docs/benchmarks/
+#   benchmarks/run.sh --quick    # small sizes (~4 min): results in benchmarks/target/bench-quick/
+#   benchmarks/run.sh --help     # every option (scenarios, sizes, output folder)
 #
 # Builds the library (mvn install -DskipTests) and the bench module, makes sure PostgreSQL at
 # $PGHOST:$PGPORT (default 127.0.0.1:5432, user postgres, trust) is up and has a database "bench",
@@ -32,7 +32,7 @@ if [ -z "${help:-}" ]; then
 fi
 
 # shellcheck source=classpath.sh
-source examples/bench/classpath.sh
+source benchmarks/classpath.sh
 
 # BENCH_JAVA_OPTS adds JVM options, e.g. -XX:StartFlightRecording=filename=drain.jfr,settings=profile
 # for the allocation and CPU profile behind docs/benchmarks/ANALYSIS.md.

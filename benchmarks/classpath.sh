@@ -5,10 +5,10 @@
 if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
     echo "building the library and the bench module..." >&2
     mvn -B -q install -DskipTests
-    mvn -B -q -f examples/pom.xml -pl bench -am package dependency:build-classpath \
+    mvn -B -q -f examples/pom.xml -pl :benchmarks -am package dependency:build-classpath \
         -DskipTests -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
 fi
 library_jar="$(ls "$PWD"/target/reactive-workqueue-*.jar | grep -v -e sources -e javadoc | head -n 1)"
-classpath="$(tr ':' '\n' < examples/bench/target/classpath.txt \
+classpath="$(tr ':' '\n' < benchmarks/target/classpath.txt \
     | grep -v '/io/workqueue/reactive-workqueue/' | paste -sd: -)"
-classpath="$PWD/examples/bench/target/classes:$library_jar:$classpath"
+classpath="$PWD/benchmarks/target/classes:$library_jar:$classpath"

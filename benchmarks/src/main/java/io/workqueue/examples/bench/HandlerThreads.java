@@ -19,7 +19,7 @@ import java.util.Map;
  * in one run. Each cell alternates the two, the first of each round swapped from round to round,
  * every run from a freshly preloaded table ({@link Drain}); the ratio is of the medians. Results go
  * to {@code docs/benchmarks/handler-scheduler/} (README.md, results.json, drain.csv). Run it
- * through {@code examples/bench/handler-scheduler.sh}.
+ * through {@code benchmarks/handler-scheduler.sh}.
  */
 public final class HandlerThreads {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
@@ -72,7 +72,7 @@ public final class HandlerThreads {
         Db db = Db.fromEnvironment(System.getProperty("bench.database", "bench"));
         db.dropQueueTables();
         Map<String, Object> machine = Machine.describe(db, repo);
-        String command = "examples/bench/handler-scheduler.sh " + String.join(" ", args);
+        String command = "benchmarks/handler-scheduler.sh " + String.join(" ", args);
         System.out.println("handler scheduler cost: " + command.trim() + " against " + db.url());
         machine.forEach((k, v) -> System.out.println("  " + k + ": " + v));
 

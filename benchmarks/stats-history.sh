@@ -4,9 +4,9 @@
 # table grown from a small history to a large one. Builds the table with the library's DDL, times
 # the three reads interleaved, and records each one's buffers (EXPLAIN (ANALYZE, BUFFERS)).
 #
-#   examples/bench/stats-history.sh           # 1,000,000 then 20,000,000 completed: docs/benchmarks/stats-history/
-#   examples/bench/stats-history.sh --quick   # 200,000 then 2,000,000 (about 3 min): examples/bench/target/stats-history-quick/
-#   examples/bench/stats-history.sh --help    # every option
+#   benchmarks/stats-history.sh           # 1,000,000 then 20,000,000 completed: docs/benchmarks/stats-history/
+#   benchmarks/stats-history.sh --quick   # 200,000 then 2,000,000 (about 3 min): benchmarks/target/stats-history-quick/
+#   benchmarks/stats-history.sh --help    # every option
 #
 # Uses the local PostgreSQL ($PGHOST:$PGPORT, default 127.0.0.1:5432, user postgres, trust) and its
 # database "bench", created if missing. The full run needs about 6 GB of disk while it runs; the
@@ -24,6 +24,6 @@ if [ -z "${help:-}" ] && [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database W
 fi
 
 # shellcheck source=classpath.sh
-source examples/bench/classpath.sh
+source benchmarks/classpath.sh
 exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" \
     -cp "$classpath" io.workqueue.examples.bench.StatsHistory "$@"

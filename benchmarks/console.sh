@@ -3,8 +3,8 @@
 # console view makes, timed, and each statement's plan with buffers. Results go to
 # docs/benchmarks/console/ (README.md, plans.md).
 #
-#   examples/bench/console.sh                          # 1,000,000 pending + 200,000 completed, 30 samples
-#   examples/bench/console.sh --items 200000 --samples 10
+#   benchmarks/console.sh                          # 1,000,000 pending + 200,000 completed, 30 samples
+#   benchmarks/console.sh --items 200000 --samples 10
 #
 # Uses the local PostgreSQL ($PGHOST:$PGPORT, default 127.0.0.1:5432) and its database "bench".
 set -euo pipefail
@@ -15,6 +15,6 @@ if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'bench'
     createdb bench
 fi
 # shellcheck source=classpath.sh
-source examples/bench/classpath.sh
+source benchmarks/classpath.sh
 exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" \
     -cp "$classpath" io.workqueue.examples.bench.ConsoleBench "$@"

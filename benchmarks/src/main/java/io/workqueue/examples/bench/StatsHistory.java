@@ -31,8 +31,8 @@ import reactor.core.publisher.Mono;
  * they replaced, on one table grown from a small history to a large one.
  *
  * <pre>
- * examples/bench/stats-history.sh            # 100,000 pending over 1,000,000 then 20,000,000 completed
- * examples/bench/stats-history.sh --quick    # 100,000 pending over 200,000 then 2,000,000 completed
+ * benchmarks/stats-history.sh            # 100,000 pending over 1,000,000 then 20,000,000 completed
+ * benchmarks/stats-history.sh --quick    # 100,000 pending over 200,000 then 2,000,000 completed
  * </pre>
  *
  * <p>The table is the library's own ({@code WorkQueueMigrations.apply}, prefix
@@ -97,7 +97,7 @@ final class StatsHistory {
             int calls = quick ? 100 : 200;
             int oldCalls = quick ? 25 : 50;
             int warmup = 10;
-            Path out = quick ? repo.resolve("examples/bench/target/stats-history-quick")
+            Path out = quick ? repo.resolve("benchmarks/target/stats-history-quick")
                     : repo.resolve("docs/benchmarks/stats-history");
             boolean keep = false;
             for (int i = 0; i < args.length; i++) {
@@ -113,10 +113,10 @@ final class StatsHistory {
                     case "--keep" -> keep = true;
                     case "--help", "-h" -> {
                         System.out.println("""
-                                examples/bench/stats-history.sh [--quick] [--pending N] [--small N] [--large N]
+                                benchmarks/stats-history.sh [--quick] [--pending N] [--small N] [--large N]
                                     [--calls N] [--old-calls N] [--warmup N] [--out DIR] [--keep]
                                   --quick      100,000 pending over 200,000 then 2,000,000 completed, 100 calls
-                                               (25 of the old read); results in examples/bench/target/stats-history-quick
+                                               (25 of the old read); results in benchmarks/target/stats-history-quick
                                   default      100,000 pending over 1,000,000 then 20,000,000 completed, 200 calls
                                                (50 of the old read); results in docs/benchmarks/stats-history
                                   --keep       leave the table in place (it is dropped at the end otherwise)""");
@@ -130,7 +130,7 @@ final class StatsHistory {
                         + small + ", " + large + ", " + pending);
             }
             return new Options(quick, pending, small, large, calls, oldCalls, warmup, out, keep,
-                    "examples/bench/stats-history.sh" + (args.length == 0 ? "" : " " + String.join(" ", args)));
+                    "benchmarks/stats-history.sh" + (args.length == 0 ? "" : " " + String.join(" ", args)));
         }
     }
 
@@ -600,10 +600,10 @@ final class StatsHistory {
                 .append(o.oldCalls()).append(" calls interleaved with them. Times are from the client: statement, round trip and")
                 .append(" decoding. Buffers: shared buffers hit or read by one run of the statement (`EXPLAIN (ANALYZE, BUFFERS)`,")
                 .append(" once per size after the timed calls), a cost that does not depend on the machine.\n\n");
-        md.append("```\nexamples/bench/stats-history.sh           # the default: 100,000 pending over 1,000,000 then")
+        md.append("```\nbenchmarks/stats-history.sh           # the default: 100,000 pending over 1,000,000 then")
                 .append(" 20,000,000 completed, results here\n")
-                .append("examples/bench/stats-history.sh --quick   # 200,000 then 2,000,000 completed (about 3 min),")
-                .append(" results in examples/bench/target/stats-history-quick/\n```\n\n");
+                .append("benchmarks/stats-history.sh --quick   # 200,000 then 2,000,000 completed (about 3 min),")
+                .append(" results in benchmarks/target/stats-history-quick/\n```\n\n");
         for (Table table : tables) {
             md.append("## ").append(table.title).append("\n\n").append(table.markdown()).append('\n');
         }

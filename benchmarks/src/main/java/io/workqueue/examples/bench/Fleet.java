@@ -43,7 +43,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li><b>wake</b>: {@link WakeLatency} with a listener, 1 ms floor and default floor.
  * </ol>
  *
- * Run it through {@code examples/bench/fleet.sh}; {@code --help} lists the options.
+ * Run it through {@code benchmarks/fleet.sh}; {@code --help} lists the options.
  */
 public final class Fleet {
     static final String PREFIX = "fleet";
@@ -139,7 +139,7 @@ public final class Fleet {
                 }
             }
             if (o.out == null) {
-                o.out = o.quick ? repo.resolve("examples/bench/target/fleet-quick") : repo.resolve("docs/benchmarks/fleet");
+                o.out = o.quick ? repo.resolve("benchmarks/target/fleet-quick") : repo.resolve("docs/benchmarks/fleet");
             } else if (!o.out.isAbsolute()) {
                 o.out = repo.resolve(o.out);
             }
@@ -181,8 +181,8 @@ public final class Fleet {
 
     private static void usage() {
         System.out.println("""
-                examples/bench/fleet.sh [--quick] [options]
-                  --quick                  smoke sizes (~3 min); results go to examples/bench/target/fleet-quick
+                benchmarks/fleet.sh [--quick] [options]
+                  --quick                  smoke sizes (~3 min); results go to benchmarks/target/fleet-quick
                   --out DIR                where results go (default docs/benchmarks/fleet, or the quick folder)
                   --only a,b / --skip a,b  scenarios: drain, txenqueue, housekeeping, wake (the peer runs inside drain)
                   --n N (200000)           drain preload         --workers W (16) total    --batch B (100)
@@ -284,7 +284,7 @@ public final class Fleet {
     private static void writeReadme(Options o, Map<String, Object> results, Table targets, List<Table> tables)
             throws IOException {
         Map<String, Object> machine = (Map<String, Object>) results.get("machine");
-        String command = "examples/bench/fleet.sh" + (o.args.length == 0 ? "" : " " + String.join(" ", o.args));
+        String command = "benchmarks/fleet.sh" + (o.args.length == 0 ? "" : " " + String.join(" ", o.args));
         StringBuilder md = new StringBuilder("# Fleet benchmark (issue 23)\n\n");
         if (o.quick) {
             md.append("> **QUICK SMOKE RUN.** Small sizes, one round each, so every ratio below is noisy; it shows the harness")
@@ -298,9 +298,9 @@ public final class Fleet {
                 .append("). Every ratio compares numbers measured in this run, against the same server.\n\n");
         md.append("**Reproduce** from the repository root (PostgreSQL at $PGHOST:$PGPORT, default 127.0.0.1:5432, user postgres,")
                 .append(" trust; Java 17, Maven, psql, Node and npm for the peer):\n\n```\n")
-                .append("examples/bench/fleet.sh           # full run (~15-20 min on 2 cores), writes docs/benchmarks/fleet/\n")
-                .append("examples/bench/fleet.sh --quick   # smoke run (~3 min), writes examples/bench/target/fleet-quick/\n")
-                .append("examples/bench/fleet.sh --help    # options\n```\n\n");
+                .append("benchmarks/fleet.sh           # full run (~15-20 min on 2 cores), writes docs/benchmarks/fleet/\n")
+                .append("benchmarks/fleet.sh --quick   # smoke run (~3 min), writes benchmarks/target/fleet-quick/\n")
+                .append("benchmarks/fleet.sh --help    # options\n```\n\n");
         md.append("## Machine\n\n| | |\n|---|---|\n");
         for (String key : List.of("date_utc", "cpu", "nproc", "memory", "os", "postgresql", "postgresql_settings", "java",
                 "node", "git_commit", "git_dirty", "load_average_start", "load_average_end")) {

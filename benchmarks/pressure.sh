@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The pressure suite of the vacuum-proof storage issue, in one command:
 #
-#   examples/bench/pressure.sh     # 5,000 keys/s; phases clean:60,pinned:180,recovery:90,readers:60,recovery:90
-#   examples/bench/pressure.sh --rate 10000 --phases clean:60,pinned:600,recovery:120 --out docs/benchmarks/pressure-10k
-#   examples/bench/pressure.sh --overload-rate 24000 --phases clean:30,overload:60,recovery:120 --out docs/benchmarks/pressure-overload
-#   examples/bench/pressure.sh --phases clean:60,crash:60,pinned:300,crash-pinned:60,recovery:60 --out docs/benchmarks/pressure-crash
+#   benchmarks/pressure.sh     # 5,000 keys/s; phases clean:60,pinned:180,recovery:90,readers:60,recovery:90
+#   benchmarks/pressure.sh --rate 10000 --phases clean:60,pinned:600,recovery:120 --out docs/benchmarks/pressure-10k
+#   benchmarks/pressure.sh --overload-rate 24000 --phases clean:30,overload:60,recovery:120 --out docs/benchmarks/pressure-overload
+#   benchmarks/pressure.sh --phases clean:60,crash:60,pinned:300,crash-pinned:60,recovery:60 --out docs/benchmarks/pressure-crash
 #
 # Phases: clean, pinned (an idle transaction holds the horizon), readers (four overlapping
 # REPEATABLE READ snapshots), overload (the producer offers --overload-rate, by default 3x --rate;
@@ -43,6 +43,6 @@ if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'bench'
 fi
 
 # shellcheck source=classpath.sh
-source examples/bench/classpath.sh
+source benchmarks/classpath.sh
 exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" ${PRESSURE_JAVA_OPTS:-} \
     -cp "$classpath" io.workqueue.examples.bench.Pressure "$@"

@@ -2,10 +2,10 @@
 # Graphile Worker's batched drain on the local PostgreSQL, as a peer baseline.
 #
 # Installs graphile-worker (and pg) from the npm registry into a scratch folder that is never
-# committed (default: examples/bench/target/peers/graphile-worker; override with SCRATCH), then runs
+# committed (default: benchmarks/target/peers/graphile-worker; override with SCRATCH), then runs
 # drain.mjs from there against its own database (default "bench_graphile", created if missing).
 #
-#   examples/bench/peers/graphile-worker/run.sh [N]
+#   benchmarks/peers/graphile-worker/run.sh [N]
 #
 # Environment: PGHOST (127.0.0.1), PGPORT (5432), PGUSER (postgres), PEER_DB (bench_graphile),
 # GRAPHILE_WORKER_VERSION (^0.18.0; falls back to the newest 0.x that runs on this Node),
@@ -17,7 +17,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../../.." && pwd)"
 export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
 db="${PEER_DB:-bench_graphile}"
-scratch="${SCRATCH:-$repo/examples/bench/target/peers/graphile-worker}"
+scratch="${SCRATCH:-$repo/benchmarks/target/peers/graphile-worker}"
 wanted="${GRAPHILE_WORKER_VERSION:-^0.18.0}"
 n="${1:-${N:-200000}}"
 

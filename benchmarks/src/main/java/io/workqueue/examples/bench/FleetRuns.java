@@ -176,7 +176,7 @@ final class FleetRuns {
     }
 
     private DrainRun peerDrain(Fleet.Options o, int p, int repeat) throws Exception {
-        Path script = repo.resolve("examples/bench/peers/graphile-worker/run.sh");
+        Path script = repo.resolve("benchmarks/peers/graphile-worker/run.sh");
         ProcessBuilder add = peerProcess(script, o.n).redirectError(ProcessBuilder.Redirect.INHERIT);
         add.environment().put("ROLE", "add");
         Process adding = add.start();

@@ -2,8 +2,8 @@
 # What PgBouncer costs the queue: the same enqueue and drain direct and through PgBouncer in
 # transaction pooling mode, in one run. Results go to docs/benchmarks/pooler/README.md.
 #
-#   examples/bench/pooler.sh                 # 100,000 keys per path and round, 3 rounds
-#   examples/bench/pooler.sh --keys 20000 --rounds 1
+#   benchmarks/pooler.sh                 # 100,000 keys per path and round, 3 rounds
+#   benchmarks/pooler.sh --keys 20000 --rounds 1
 #
 # Uses the local PostgreSQL ($PGHOST:$PGPORT, default 127.0.0.1:5432) and its database "bench", and
 # starts a PgBouncer for it on $PGBOUNCER_PORT (default 6434) with .ci/start-pgbouncer.
@@ -17,6 +17,6 @@ if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'bench'
 fi
 bash .ci/start-pgbouncer "$PGBOUNCER_PORT" "$PGPORT" bench
 # shellcheck source=classpath.sh
-source examples/bench/classpath.sh
+source benchmarks/classpath.sh
 exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" \
     -cp "$classpath" io.workqueue.examples.bench.Pooler "$@"

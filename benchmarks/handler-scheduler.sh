@@ -3,8 +3,8 @@
 # handler scheduler (the worker's own pool) beside process() with Schedulers.immediate() (the
 # driver's threads), alternating, in one run. Results go to docs/benchmarks/handler-scheduler/.
 #
-#   examples/bench/handler-scheduler.sh                      # cells 4x100,16x10,4x1, 5 rounds, 200,000 keys per run
-#   examples/bench/handler-scheduler.sh --rounds 1 --n 20000 --cells 4x100 --out /tmp/hs
+#   benchmarks/handler-scheduler.sh                      # cells 4x100,16x10,4x1, 5 rounds, 200,000 keys per run
+#   benchmarks/handler-scheduler.sh --rounds 1 --n 20000 --cells 4x100 --out /tmp/hs
 #
 # Uses the local PostgreSQL ($PGHOST:$PGPORT, default 127.0.0.1:5432, user postgres, trust) and the
 # database $BENCH_DATABASE (default "bench"; created if missing), whose queue tables it drops first.
@@ -18,7 +18,7 @@ if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$datab
     createdb "$database"
 fi
 # shellcheck source=classpath.sh
-source examples/bench/classpath.sh
+source benchmarks/classpath.sh
 # shellcheck disable=SC2086
 exec java -Xms512m -Xmx2g -Djava.awt.headless=true -Dbench.repo="$repo" -Dbench.database="$database" \
     ${BENCH_JAVA_OPTS:-} -cp "$classpath" io.workqueue.examples.bench.HandlerThreads "$@"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The fleet benchmark of issue 23, in one command, against the local PostgreSQL:
 #
-#   examples/bench/fleet.sh            # full run (~15-20 min on 2 cores): docs/benchmarks/fleet/
-#   examples/bench/fleet.sh --quick    # smoke run (~3 min): examples/bench/target/fleet-quick/
-#   examples/bench/fleet.sh --help     # every option (phases, sizes, output folder)
+#   benchmarks/fleet.sh            # full run (~15-20 min on 2 cores): docs/benchmarks/fleet/
+#   benchmarks/fleet.sh --quick    # smoke run (~3 min): benchmarks/target/fleet-quick/
+#   benchmarks/fleet.sh --help     # every option (phases, sizes, output folder)
 #
 # Phases, each with its baseline in the same run: drain by P = 1, 2, 4 member JVMs at the same total
 # workers, beside Graphile Worker with the same number of Node processes; 32 concurrent business
@@ -37,7 +37,7 @@ if [ -z "${help:-}" ]; then
 fi
 
 # shellcheck source=classpath.sh
-source examples/bench/classpath.sh
+source benchmarks/classpath.sh
 # shellcheck disable=SC2086
 exec java -Xms256m -Xmx1g -Djava.awt.headless=true -Dbench.repo="$repo" -Dbench.database=bench_fleet ${FLEET_JAVA_OPTS:-} \
     -cp "$classpath" io.workqueue.examples.bench.Fleet "$@"

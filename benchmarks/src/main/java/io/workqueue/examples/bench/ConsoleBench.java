@@ -30,8 +30,8 @@ import reactor.core.publisher.Mono;
  * {@code docs/benchmarks/console/README.md}.
  *
  * <pre>
- * examples/bench/console.sh                       # 1,000,000 pending items + 200,000 completed, 30 samples
- * examples/bench/console.sh --items 200000 --samples 10
+ * benchmarks/console.sh                       # 1,000,000 pending items + 200,000 completed, 30 samples
+ * benchmarks/console.sh --items 200000 --samples 10
  * </pre>
  *
  * <p>The queue holds {@code --items} pending items (a tenth at priority 5, the rest at 0), of which
@@ -304,7 +304,7 @@ final class ConsoleBench {
         Files.createDirectories(out);
         StringBuilder md = new StringBuilder();
         md.append("# The console at ").append(String.format(Locale.ROOT, "%,d", items)).append(" items\n\n");
-        md.append("Measured by `examples/bench/console.sh")
+        md.append("Measured by `benchmarks/console.sh")
                 .append(items == 1_000_000 ? "" : " --items " + items)
                 .append(samples == 30 ? "" : " --samples " + samples)
                 .append("` (`ConsoleBench`): every `WorkQueueAdmin` call a console view makes, timed from the client")

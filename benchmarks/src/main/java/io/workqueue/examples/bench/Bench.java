@@ -25,7 +25,7 @@ import java.util.stream.Collectors;
  * Each scenario runs its baselines in the same run and prints a table with ratios; the results go
  * to {@code results.json}, one CSV per scenario, PNG charts and a README in the output folder.
  *
- * <p>Run it through {@code examples/bench/run.sh} (which builds everything first); {@code --help}
+ * <p>Run it through {@code benchmarks/run.sh} (which builds everything first); {@code --help}
  * lists the options.
  */
 public final class Bench {
@@ -108,7 +108,7 @@ public final class Bench {
                 }
             }
             if (o.out == null) {
-                o.out = o.quick ? repo.resolve("examples/bench/target/bench-quick") : repo.resolve("docs/benchmarks");
+                o.out = o.quick ? repo.resolve("benchmarks/target/bench-quick") : repo.resolve("docs/benchmarks");
             }
             return o;
         }
@@ -145,8 +145,8 @@ public final class Bench {
 
     private static void usage() {
         System.out.println("""
-                examples/bench/run.sh [--quick] [options]
-                  --quick                 small sizes (~3-5 min); results go to examples/bench/target/bench-quick
+                benchmarks/run.sh [--quick] [options]
+                  --quick                 small sizes (~3-5 min); results go to benchmarks/target/bench-quick
                   --out DIR               where results go (default docs/benchmarks, or the quick folder)
                   --only a,b / --skip a,b scenarios: drain, peer, enqueue, wake, history, heap
                   --n N                   drain preload (200000)            --drain-seconds S  cap per drain run (6)

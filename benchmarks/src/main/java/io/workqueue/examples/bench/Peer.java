@@ -9,7 +9,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Scenario 6, the peer: Graphile Worker's batched drain on the same server, run by
- * {@code examples/bench/peers/graphile-worker/run.sh} (Node; installs graphile-worker from the npm
+ * {@code benchmarks/peers/graphile-worker/run.sh} (Node; installs graphile-worker from the npm
  * registry into a scratch folder). Returns its JSON report, or a map with {@code skipped} and the
  * reason when it cannot run here.
  */
@@ -18,7 +18,7 @@ final class Peer {
 
     @SuppressWarnings("unchecked")
     static Map<String, Object> graphileWorker(Path repo, Db db, int n) {
-        Path script = repo.resolve("examples/bench/peers/graphile-worker/run.sh");
+        Path script = repo.resolve("benchmarks/peers/graphile-worker/run.sh");
         ProcessBuilder builder = new ProcessBuilder("bash", script.toString(), String.valueOf(n))
                 .redirectError(ProcessBuilder.Redirect.INHERIT);
         builder.environment().put("PGHOST", db.host);
