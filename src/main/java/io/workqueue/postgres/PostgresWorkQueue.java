@@ -17,6 +17,7 @@ import io.workqueue.internal.DemandPacedClaims;
 import io.workqueue.internal.KeyVetting;
 import io.workqueue.internal.Notifier;
 import io.workqueue.internal.QueueMetrics;
+import io.workqueue.internal.QueueObservations;
 import io.workqueue.internal.WakeGate;
 import io.workqueue.internal.Worker;
 import io.workqueue.internal.base.Durations;
@@ -61,17 +62,19 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private final KeyWriters writers;
     private final Leasing<K> leasing;
     private final Upkeep upkeep;
+    private final QueueObservations observations;
 
     private PostgresWorkQueue(ConnectionFactory connectionFactory, WorkQueueConfig config, KeyCodec<K> codec,
-            @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics) {
+            @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics, QueueObservations observations) {
         this.config = config;
+        this.observations = observations;
         this.codec = codec;
         this.timer = timer;
         Sql sql = new Sql(config.tablePrefix(), config.deleteOnComplete());
         Database database = Database.of(connectionFactory, timer, "queue " + config.name(), config.tablePrefix(),
                 config.writeAttempts(), metrics::writeRetried);
         this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
-        this.enqueuer = new Enqueuer(config, database, sql, cursors, metrics, timer);
+        this.enqueuer = new Enqueuer(config, database, sql, cursors, metrics, observations, timer);
         this.writers = new KeyWriters(config, database, sql, metrics, timer);
         this.leasing = new Leasing<>(config, codec, database, sql, writers, cursors, metrics, timer, wakeGate::wake);
         this.upkeep = new Upkeep(config, database, sql, metrics);
@@ -84,13 +87,25 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      */
     static <K> PostgresWorkQueue<K> create(ConnectionFactory connectionFactory, WorkQueueConfig config,
             KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics) {
+        return create(connectionFactory, config, codec, wakeups, timer, metrics, QueueObservations.NONE);
+    }
+
+    /**
+     * A queue over {@code connectionFactory} whose operations are observed by {@code observations}.
+     *
+     * @throws UnsupportedDialectException if the factory does not report PostgreSQL
+     */
+    static <K> PostgresWorkQueue<K> create(ConnectionFactory connectionFactory, WorkQueueConfig config,
+            KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics,
+            QueueObservations observations) {
+        Objects.requireNonNull(observations, "observations");
         Objects.requireNonNull(connectionFactory, "connectionFactory");
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(codec, "codec");
         Objects.requireNonNull(timer, "timer");
         Objects.requireNonNull(metrics, "metrics");
         Database.requirePostgres(connectionFactory);
-        return new PostgresWorkQueue<>(connectionFactory, config, codec, wakeups, timer, metrics);
+        return new PostgresWorkQueue<>(connectionFactory, config, codec, wakeups, timer, metrics, observations);
     }
 
     @Override
@@ -127,7 +142,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<Void> enqueue(Collection<Entry<K>> entries) {
-        return Mono.defer(() -> enqueuer.enqueue(encodeEntries(entries)));
+        return Mono.defer(() -> {
+            List<EncodedEntry> encoded = encodeEntries(entries);
+            return observations.enqueue(encoded.size(), singleKey(encoded), false,
+                    traceContext -> enqueuer.enqueue(encoded, traceContext));
+        });
     }
 
     @Override
@@ -162,8 +181,15 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private Mono<Void> enqueueOn(Connection connection, Collection<Entry<K>> entries, boolean inTransaction) {
         return Mono.defer(() -> {
             Objects.requireNonNull(connection, "connection");
-            return enqueuer.enqueueOn(connection, EncodedEntry.merge(List.of(encodeEntries(entries))), inTransaction);
+            List<EncodedEntry> merged = EncodedEntry.merge(List.of(encodeEntries(entries)));
+            return observations.enqueue(merged.size(), singleKey(merged), true,
+                    traceContext -> enqueuer.enqueueOn(connection, merged, inTransaction, traceContext));
         });
+    }
+
+    /** The one key {@code entries} name, for the observation; {@code null} unless they name exactly one. */
+    private static @Nullable String singleKey(List<EncodedEntry> entries) {
+        return entries.size() == 1 ? entries.get(0).key() : null;
     }
 
     private List<EncodedEntry> encodeEntries(Collection<Entry<K>> entries) {
@@ -198,7 +224,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<List<Item<K>>> claim(int limit, Duration lease) {
         return Mono.defer(() -> {
             Durations.requireLease(lease);
-            return leasing.lease(batchSize(limit), Durations.micros(lease));
+            int batch = batchSize(limit);
+            return observations.claim(batch, leasing.lease(batch, Durations.micros(lease)));
         });
     }
 
@@ -206,7 +233,10 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease) {
         return Mono.defer(() -> {
             Durations.requireLease(lease);
-            return leasing.lease(encodeDistinct(completed), batchSize(limit), Durations.micros(lease));
+            String[] keys = encodeDistinct(completed);
+            int batch = batchSize(limit);
+            Mono<List<Item<K>>> claim = observations.claim(batch, leasing.lease(keys, batch, Durations.micros(lease)));
+            return keys.length == 0 ? claim : observations.complete(keys, claim);
         });
     }
 
@@ -231,7 +261,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Flux.defer(() -> {
             Objects.requireNonNull(handler, "handler");
             Objects.requireNonNull(options, "options");
-            return new Worker<>(this, handler, options, timer).flux();
+            return new Worker<>(this, observations.handle(handler, codec::encode), options, timer).flux();
         });
     }
 
@@ -242,7 +272,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             Objects.requireNonNull(handler, "handler");
             Objects.requireNonNull(options, "options");
             Objects.requireNonNull(stop, "stop");
-            return new Worker<>(this, handler, options, timer, stop).flux();
+            return new Worker<>(this, observations.handle(handler, codec::encode), options, timer, stop).flux();
         });
     }
 
@@ -250,7 +280,10 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<Long> complete(Collection<K> keys) {
-        return Mono.defer(() -> writers.complete(encodeDistinct(keys)));
+        return Mono.defer(() -> {
+            String[] encoded = encodeDistinct(keys);
+            return observations.complete(encoded, writers.complete(encoded));
+        });
     }
 
     @Override
@@ -264,7 +297,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<Long> release(Duration delay, @Nullable Throwable cause, Collection<K> keys) {
         return Mono.defer(() -> {
             Objects.requireNonNull(delay, "delay");
-            return writers.release(delay, cause, encodeDistinct(keys));
+            String[] encoded = encodeDistinct(keys);
+            return observations.release(encoded, writers.release(delay, cause, encoded));
         });
     }
 

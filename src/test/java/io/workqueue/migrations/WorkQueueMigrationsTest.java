@@ -42,9 +42,9 @@ class WorkQueueMigrationsTest {
     }
 
     @Test
-    void statementsAreTheEightExecutableStatementsWithoutComments() {
+    void statementsAreTheTenExecutableStatementsWithoutComments() {
         List<String> statements = WorkQueueMigrations.statements("ddb");
-        assertEquals(8, statements.size(), statements::toString);
+        assertEquals(10, statements.size(), statements::toString);
         assertTrue(statements.get(0).startsWith("CREATE TABLE IF NOT EXISTS ddb_work_queue_items ("), statements.get(0));
         assertTrue(statements.get(1).startsWith("CREATE INDEX IF NOT EXISTS ddb_work_queue_items_due_idx"), statements.get(1));
         assertTrue(statements.get(2).startsWith("CREATE INDEX IF NOT EXISTS ddb_work_queue_items_reap_idx"), statements.get(2));
@@ -52,8 +52,10 @@ class WorkQueueMigrationsTest {
         assertTrue(statements.get(4).startsWith("CREATE TABLE IF NOT EXISTS ddb_work_queue_queues ("), statements.get(4));
         assertEquals("ALTER TABLE ddb_work_queue_items ADD COLUMN IF NOT EXISTS claimed_at TIMESTAMPTZ", statements.get(5));
         assertEquals("ALTER TABLE ddb_work_queue_queues ADD COLUMN IF NOT EXISTS paused_at TIMESTAMPTZ", statements.get(6));
+        assertEquals("ALTER TABLE ddb_work_queue_items ADD COLUMN IF NOT EXISTS trace_contexts TEXT[]", statements.get(7));
+        assertEquals("ALTER TABLE ddb_work_queue_queues ADD COLUMN IF NOT EXISTS longest_lease_us BIGINT", statements.get(8));
         assertEquals("COMMENT ON TABLE ddb_work_queue_items IS 'reactive-workqueue schema "
-                + WorkQueueMigrations.SCHEMA_VERSION + "'", statements.get(7));
+                + WorkQueueMigrations.SCHEMA_VERSION + "'", statements.get(9));
         for (String statement : statements) {
             assertFalse(statement.contains("--"), statement);
             assertFalse(statement.contains(";"), "one statement each, no terminator: " + statement);
