@@ -374,8 +374,9 @@ public final class WorkQueueConfig {
      * handler that runs the item links to the request that asked for it. Off by default. Needs an
      * {@code ObservationRegistry} on the queue ({@link WorkQueueBuilder#observationRegistry}) with
      * {@code io.workqueue.observation.WorkQueueTracingObservationHandler} registered: the enqueue's
-     * span is the context stored, as a W3C {@code traceparent}; an enqueue made outside any trace
-     * stores nothing. The handler's span is a new trace that <em>links</em> to each stored context
+     * span is the context stored, as a W3C {@code traceparent} (a child of the caller's span, or a
+     * trace of its own when the caller has none); without that handler nothing is stored. The
+     * handler's span is a new trace that <em>links</em> to each stored context
      * rather than continuing one: the enqueue may be hours earlier, and a key enqueued by several
      * requests answers them all.
      *

@@ -8,6 +8,7 @@ import io.workqueue.observation.WorkQueueObservationContext;
 import io.workqueue.observation.WorkQueueObservations;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
@@ -79,10 +80,21 @@ public final class MicrometerQueueObservations implements QueueObservations {
                 stop(observation, e, SignalType.ON_ERROR);
                 throw e;
             }
-            return body.doOnError(observation::error)
-                    .doFinally(signal -> stop(observation, null, signal))
+            // Stopped before the outcome reaches the subscriber: whoever waits for the operation
+            // finds its observation ended (a span exported, a timer recorded).
+            AtomicBoolean stopped = new AtomicBoolean();
+            return body.doOnSuccess(value -> stopOnce(stopped, observation, null, SignalType.ON_COMPLETE))
+                    .doOnError(error -> stopOnce(stopped, observation, error, SignalType.ON_ERROR))
+                    .doOnCancel(() -> stopOnce(stopped, observation, null, SignalType.CANCEL))
                     .contextWrite(context -> context.put(CURRENT, observation));
         });
+    }
+
+    private static void stopOnce(AtomicBoolean stopped, Observation observation, @Nullable Throwable error,
+            SignalType signal) {
+        if (stopped.compareAndSet(false, true)) {
+            stop(observation, error, signal);
+        }
     }
 
     private static void stop(Observation observation, @Nullable Throwable error, SignalType signal) {
@@ -180,9 +192,11 @@ public final class MicrometerQueueObservations implements QueueObservations {
                 stop(observation, error, SignalType.ON_ERROR);
                 return Flux.error(error);
             }
+            AtomicBoolean stopped = new AtomicBoolean();
             return Flux.from(work)
-                    .doOnError(observation::error)
-                    .doFinally(signal -> stop(observation, null, signal))
+                    .doOnComplete(() -> stopOnce(stopped, observation, null, SignalType.ON_COMPLETE))
+                    .doOnError(error -> stopOnce(stopped, observation, error, SignalType.ON_ERROR))
+                    .doOnCancel(() -> stopOnce(stopped, observation, null, SignalType.CANCEL))
                     .contextWrite(context -> context.put(CURRENT, observation));
         };
     }
