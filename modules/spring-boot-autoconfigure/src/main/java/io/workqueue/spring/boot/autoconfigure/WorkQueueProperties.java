@@ -192,7 +192,8 @@ public class WorkQueueProperties implements Validator {
                 new Setting<>("writeTimeout", (b, q) -> b.writeTimeout(q.writeTimeout)),
                 new Setting<>("deleteOnComplete", (b, q) -> b.deleteOnComplete(q.deleteOnComplete)),
                 new Setting<>("maxWriteBatch", (b, q) -> b.maxWriteBatch(q.maxWriteBatch)),
-                new Setting<>("horizonWarning", (b, q) -> b.horizonWarning(q.horizonWarning)));
+                new Setting<>("horizonWarning", (b, q) -> b.horizonWarning(q.horizonWarning)),
+                new Setting<>("storeTraceContexts", (b, q) -> b.storeTraceContexts(q.storeTraceContexts)));
 
         /**
          * The logical queue name stored in the table (free text, 1 to 512 characters); default: this
@@ -247,6 +248,12 @@ public class WorkQueueProperties implements Validator {
 
         /** Whether completing an item deletes its row at once instead of keeping it for retention. */
         private boolean deleteOnComplete = false;
+
+        /**
+         * Whether enqueues store the caller's trace context with the key, for the handler's span to
+         * link to (needs schema version 5 and Micrometer Tracing).
+         */
+        private boolean storeTraceContexts = false;
 
         /** The most keys one group-committed write carries; at least 1. */
         private int maxWriteBatch = 10_000;
@@ -426,6 +433,16 @@ public class WorkQueueProperties implements Validator {
         @Deprecated
         public void setEnqueueTimeout(Duration enqueueTimeout) {
             this.writeTimeout = enqueueTimeout;
+        }
+
+        /** See {@link WorkQueueConfig#storeTraceContexts()}. */
+        public boolean isStoreTraceContexts() {
+            return storeTraceContexts;
+        }
+
+        /** Sets {@link #isStoreTraceContexts()}. */
+        public void setStoreTraceContexts(boolean storeTraceContexts) {
+            this.storeTraceContexts = storeTraceContexts;
         }
 
         /** See {@link WorkQueueConfig#deleteOnComplete()}. */
