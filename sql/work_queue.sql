@@ -24,6 +24,14 @@ CREATE TABLE IF NOT EXISTS {{prefix}}work_queue_items (
     -- enqueues asked for. Completing the lease then runs the item once more instead; NULL when not
     -- asked (schema version 2).
     requested_at TIMESTAMPTZ,
+    -- When the item's latest claim leased it (NULL before its first; schema version 4). With
+    -- attempts it names that claim, which attempts alone cannot: attempts start over when a
+    -- completed item is enqueued again. A lease extension or a snooze acts only while the claim
+    -- its caller holds is still the latest, so a straggler never touches its successor's lease.
+    claimed_at   TIMESTAMPTZ,
+    -- The W3C trace contexts (traceparent) of the enqueues the item's next run answers, oldest
+    -- first, at most a handful; written only by a queue that stores them (schema version 5).
+    trace_contexts TEXT[],
     PRIMARY KEY (queue_name, item_key)
 )
 -- Room on each page for a row's next version: a claim rewrites the row but no indexed column, so
@@ -68,7 +76,25 @@ CREATE TABLE IF NOT EXISTS {{prefix}}work_queue_queues (
     oldest_ready_us   BIGINT,
     horizon_us        BIGINT,
     horizon_pid       INT,
-    slot_xmin_age     BIGINT
+    slot_xmin_age     BIGINT,
+    -- When an operator paused the queue, fleet-wide (NULL while it runs; schema version 4):
+    -- claims hand out nothing until it is resumed. A row made by a pause names no keeper yet
+    -- ('' until '-infinity'): the next housekeeping round takes the role.
+    paused_at         TIMESTAMPTZ,
+    -- The keeper's last reading of the longest-running live lease, in microseconds since its
+    -- claim (schema version 5).
+    longest_lease_us  BIGINT
 );
 
-COMMENT ON TABLE {{prefix}}work_queue_items IS 'reactive-workqueue schema 3';
+-- 4: claimed_at on the items and paused_at on the queues (above, for a table this creates). Upgrading
+-- a version-3 table adds both as nullable columns without a default: catalog changes that rewrite
+-- nothing, though the items table's takes its lock for a moment.
+ALTER TABLE {{prefix}}work_queue_items ADD COLUMN IF NOT EXISTS claimed_at TIMESTAMPTZ;
+ALTER TABLE {{prefix}}work_queue_queues ADD COLUMN IF NOT EXISTS paused_at TIMESTAMPTZ;
+
+-- 5: trace_contexts on the items and longest_lease_us on the queues (above, for a table this
+-- creates). Upgrading a version-4 table adds both as nullable columns without a default.
+ALTER TABLE {{prefix}}work_queue_items ADD COLUMN IF NOT EXISTS trace_contexts TEXT[];
+ALTER TABLE {{prefix}}work_queue_queues ADD COLUMN IF NOT EXISTS longest_lease_us BIGINT;
+
+COMMENT ON TABLE {{prefix}}work_queue_items IS 'reactive-workqueue schema 5';

@@ -41,11 +41,54 @@ WHERE q.completed_at IS NOT NULL
     OR EXCLUDED.available_at < q.available_at
     OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at));
 
+-- enqueueTraced
+--   $1 queue text: the logical queue's name
+--   $2 keys text[]: the stored keys, distinct
+--   $3 priorities int[]: one per key
+--   $4 delays bigint[]: one per key, in microseconds
+--   $5 traces text[]: one per key: the W3C trace contexts of the enqueues that asked for it, separated by spaces; null for none
+-- enqueue for a queue that stores its enqueues' trace contexts.
+-- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
+-- upserts lock in the one total order every writer uses. The caller has merged
+-- duplicate keys already: ON CONFLICT cannot touch a row twice (21000).
+INSERT INTO work_queue_items AS q (queue_name, item_key, priority, available_at, trace_contexts)
+SELECT $1::text, e.item_key, e.priority, now() + e.delay_us * INTERVAL '1 microsecond', string_to_array(e.traces, ' ')
+FROM unnest($2::text[], $3::int[], $4::bigint[], $5::text[]) AS e(item_key, priority, delay_us, traces)
+ORDER BY e.item_key COLLATE "C"
+ON CONFLICT (queue_name, item_key) DO UPDATE SET
+    -- Outstanding: priority only rises, availability only moves earlier, attempts,
+    -- last error and a live lease are kept. Completed: restart it outright.
+    priority = CASE WHEN q.completed_at IS NULL
+        THEN GREATEST(q.priority, EXCLUDED.priority) ELSE EXCLUDED.priority END,
+    available_at = CASE WHEN q.completed_at IS NULL
+        THEN LEAST(q.available_at, EXCLUDED.available_at) ELSE EXCLUDED.available_at END,
+    attempts = CASE WHEN q.completed_at IS NULL THEN q.attempts ELSE 0 END,
+    last_error = CASE WHEN q.completed_at IS NULL THEN q.last_error END,
+    enqueued_at = CASE WHEN q.completed_at IS NULL THEN q.enqueued_at ELSE EXCLUDED.enqueued_at END,
+    lease_until = CASE WHEN q.completed_at IS NULL THEN q.lease_until ELSE 'epoch' END,
+    -- Enqueued while leased: the work the lease is doing may predate this enqueue,
+    -- so completing it will run it once more, from the earliest availability asked
+    -- for (LEAST ignores the NULL of "not asked yet"). A completed row is restarted
+    -- above and carries no mark; a lapsed lease keeps its mark.
+    requested_at = CASE WHEN q.lease_until > now() THEN LEAST(q.requested_at, EXCLUDED.available_at)
+        WHEN q.completed_at IS NULL THEN q.requested_at END,
+    trace_contexts = CASE WHEN q.completed_at IS NULL
+        THEN (q.trace_contexts || EXCLUDED.trace_contexts)[COALESCE(cardinality(q.trace_contexts), 0)
+            + COALESCE(cardinality(EXCLUDED.trace_contexts), 0) - 8 + 1:]
+        ELSE EXCLUDED.trace_contexts END,completed_at = NULL
+-- Skip rewriting rows the enqueue would not change: fewer dead tuples. An enqueue
+-- during a lease always changes the row (the mark), unless it asks for nothing new.
+WHERE q.completed_at IS NOT NULL
+    OR EXCLUDED.priority > q.priority
+    OR EXCLUDED.available_at < q.available_at
+    OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at)) OR EXCLUDED.trace_contexts IS NOT NULL;
+
 -- enqueueInTransaction
 --   $1 queue text: the logical queue's name
 --   $2 keys text[]: the stored keys, distinct
 --   $3 priorities int[]: one per key
 --   $4 delays bigint[]: one per key, in microseconds
+-- One row, "xid": the caller's transaction, for the notifier to await.
 -- A transaction that notifies takes, at commit, a lock that every other notifying
 -- commit in the database waits for, held through its WAL flush: in the caller's
 -- business transaction that would serialise the database's notifying commits. So
@@ -89,12 +132,66 @@ WITH written AS (
 )
 SELECT pg_current_xact_id()::text AS xid;
 
+-- enqueueInTransactionTraced
+--   $1 queue text: the logical queue's name
+--   $2 keys text[]: the stored keys, distinct
+--   $3 priorities int[]: one per key
+--   $4 delays bigint[]: one per key, in microseconds
+--   $5 traces text[]: one per key: the W3C trace contexts of the enqueues that asked for it, separated by spaces; null for none
+-- enqueueInTransaction for a queue that stores its enqueues' trace contexts.
+-- A transaction that notifies takes, at commit, a lock that every other notifying
+-- commit in the database waits for, held through its WAL flush: in the caller's
+-- business transaction that would serialise the database's notifying commits. So
+-- nothing is queued here; the transaction's id goes back to the queue, which
+-- notifies from a connection of its own once the transaction has committed.
+-- The id is assigned by the upsert anyway (pg_current_xact_id assigns one if it
+-- runs first, and the upsert then uses it); xids are cluster-wide, so any
+-- session, through any pooler, can ask about it.
+WITH written AS (
+    -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
+    -- upserts lock in the one total order every writer uses. The caller has merged
+    -- duplicate keys already: ON CONFLICT cannot touch a row twice (21000).
+    INSERT INTO work_queue_items AS q (queue_name, item_key, priority, available_at, trace_contexts)
+    SELECT $1::text, e.item_key, e.priority, now() + e.delay_us * INTERVAL '1 microsecond', string_to_array(e.traces, ' ')
+    FROM unnest($2::text[], $3::int[], $4::bigint[], $5::text[]) AS e(item_key, priority, delay_us, traces)
+    ORDER BY e.item_key COLLATE "C"
+    ON CONFLICT (queue_name, item_key) DO UPDATE SET
+        -- Outstanding: priority only rises, availability only moves earlier, attempts,
+        -- last error and a live lease are kept. Completed: restart it outright.
+        priority = CASE WHEN q.completed_at IS NULL
+            THEN GREATEST(q.priority, EXCLUDED.priority) ELSE EXCLUDED.priority END,
+        available_at = CASE WHEN q.completed_at IS NULL
+            THEN LEAST(q.available_at, EXCLUDED.available_at) ELSE EXCLUDED.available_at END,
+        attempts = CASE WHEN q.completed_at IS NULL THEN q.attempts ELSE 0 END,
+        last_error = CASE WHEN q.completed_at IS NULL THEN q.last_error END,
+        enqueued_at = CASE WHEN q.completed_at IS NULL THEN q.enqueued_at ELSE EXCLUDED.enqueued_at END,
+        lease_until = CASE WHEN q.completed_at IS NULL THEN q.lease_until ELSE 'epoch' END,
+        -- Enqueued while leased: the work the lease is doing may predate this enqueue,
+        -- so completing it will run it once more, from the earliest availability asked
+        -- for (LEAST ignores the NULL of "not asked yet"). A completed row is restarted
+        -- above and carries no mark; a lapsed lease keeps its mark.
+        requested_at = CASE WHEN q.lease_until > now() THEN LEAST(q.requested_at, EXCLUDED.available_at)
+            WHEN q.completed_at IS NULL THEN q.requested_at END,
+        trace_contexts = CASE WHEN q.completed_at IS NULL
+            THEN (q.trace_contexts || EXCLUDED.trace_contexts)[COALESCE(cardinality(q.trace_contexts), 0)
+                + COALESCE(cardinality(EXCLUDED.trace_contexts), 0) - 8 + 1:]
+            ELSE EXCLUDED.trace_contexts END,completed_at = NULL
+    -- Skip rewriting rows the enqueue would not change: fewer dead tuples. An enqueue
+    -- during a lease always changes the row (the mark), unless it asks for nothing new.
+    WHERE q.completed_at IS NOT NULL
+        OR EXCLUDED.priority > q.priority
+        OR EXCLUDED.available_at < q.available_at
+        OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at)) OR EXCLUDED.trace_contexts IS NOT NULL
+)
+SELECT pg_current_xact_id()::text AS xid;
+
 -- enqueueNotifying
 --   $1 queue text: the logical queue's name
 --   $2 keys text[]: the stored keys, distinct
 --   $3 priorities int[]: one per key
 --   $4 delays bigint[]: one per key, in microseconds
 --   $5 channel text: to notify
+-- The transactional enqueue the caller asked to notify with its commit.
 -- Asked for by the caller: the notification goes out with the caller's commit, and
 -- not at all on rollback, so no listener wakes before the rows are visible. The
 -- caller's commit then takes the database-wide notify lock (see enqueueInTransaction).
@@ -133,6 +230,55 @@ WITH written AS (
 )
 SELECT pg_notify($5::text, '');
 
+-- enqueueNotifyingTraced
+--   $1 queue text: the logical queue's name
+--   $2 keys text[]: the stored keys, distinct
+--   $3 priorities int[]: one per key
+--   $4 delays bigint[]: one per key, in microseconds
+--   $5 traces text[]: one per key: the W3C trace contexts of the enqueues that asked for it, separated by spaces; null for none
+--   $6 channel text: to notify
+-- enqueueNotifying for a queue that stores its enqueues' trace contexts.
+-- Asked for by the caller: the notification goes out with the caller's commit, and
+-- not at all on rollback, so no listener wakes before the rows are visible. The
+-- caller's commit then takes the database-wide notify lock (see enqueueInTransaction).
+WITH written AS (
+    -- Rows go in key order (the ORDER BY puts a Sort under the Insert), so concurrent
+    -- upserts lock in the one total order every writer uses. The caller has merged
+    -- duplicate keys already: ON CONFLICT cannot touch a row twice (21000).
+    INSERT INTO work_queue_items AS q (queue_name, item_key, priority, available_at, trace_contexts)
+    SELECT $1::text, e.item_key, e.priority, now() + e.delay_us * INTERVAL '1 microsecond', string_to_array(e.traces, ' ')
+    FROM unnest($2::text[], $3::int[], $4::bigint[], $5::text[]) AS e(item_key, priority, delay_us, traces)
+    ORDER BY e.item_key COLLATE "C"
+    ON CONFLICT (queue_name, item_key) DO UPDATE SET
+        -- Outstanding: priority only rises, availability only moves earlier, attempts,
+        -- last error and a live lease are kept. Completed: restart it outright.
+        priority = CASE WHEN q.completed_at IS NULL
+            THEN GREATEST(q.priority, EXCLUDED.priority) ELSE EXCLUDED.priority END,
+        available_at = CASE WHEN q.completed_at IS NULL
+            THEN LEAST(q.available_at, EXCLUDED.available_at) ELSE EXCLUDED.available_at END,
+        attempts = CASE WHEN q.completed_at IS NULL THEN q.attempts ELSE 0 END,
+        last_error = CASE WHEN q.completed_at IS NULL THEN q.last_error END,
+        enqueued_at = CASE WHEN q.completed_at IS NULL THEN q.enqueued_at ELSE EXCLUDED.enqueued_at END,
+        lease_until = CASE WHEN q.completed_at IS NULL THEN q.lease_until ELSE 'epoch' END,
+        -- Enqueued while leased: the work the lease is doing may predate this enqueue,
+        -- so completing it will run it once more, from the earliest availability asked
+        -- for (LEAST ignores the NULL of "not asked yet"). A completed row is restarted
+        -- above and carries no mark; a lapsed lease keeps its mark.
+        requested_at = CASE WHEN q.lease_until > now() THEN LEAST(q.requested_at, EXCLUDED.available_at)
+            WHEN q.completed_at IS NULL THEN q.requested_at END,
+        trace_contexts = CASE WHEN q.completed_at IS NULL
+            THEN (q.trace_contexts || EXCLUDED.trace_contexts)[COALESCE(cardinality(q.trace_contexts), 0)
+                + COALESCE(cardinality(EXCLUDED.trace_contexts), 0) - 8 + 1:]
+            ELSE EXCLUDED.trace_contexts END,completed_at = NULL
+    -- Skip rewriting rows the enqueue would not change: fewer dead tuples. An enqueue
+    -- during a lease always changes the row (the mark), unless it asks for nothing new.
+    WHERE q.completed_at IS NOT NULL
+        OR EXCLUDED.priority > q.priority
+        OR EXCLUDED.available_at < q.available_at
+        OR (q.lease_until > now() AND (q.requested_at IS NULL OR EXCLUDED.available_at < q.requested_at)) OR EXCLUDED.trace_contexts IS NOT NULL
+)
+SELECT pg_notify($6::text, '');
+
 -- claimDue
 --   $1 queue text: the logical queue's name
 --   $2 attempt_limit int: 0 means unlimited
@@ -157,9 +303,11 @@ WITH due AS MATERIALIZED (
 leased AS (
     UPDATE work_queue_items AS q
     SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
-        attempts = q.attempts + 1
+        attempts = q.attempts + 1,
+        -- With attempts, names this claim for extend and snooze: now_us below.
+        claimed_at = now()
     WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
-    RETURNING q.item_key, q.priority, q.attempts, q.available_at
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
 -- rows in one sequence): the client puts them in claim order, cheaper there than
@@ -172,6 +320,14 @@ SELECT
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
     array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
+    -- How long each item waited between becoming claimable (available, or its lease
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    -- The trace contexts of the enqueues each item answers, space-separated; null where
+    -- none were stored (WorkQueueConfig.storeTraceContexts).
+    array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
+    -- For each item the completion completed, the time since its claim, in microseconds.
+    NULL::bigint[] AS completed_held_us,
     0::bigint AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -215,9 +371,11 @@ due AS MATERIALIZED (
 leased AS (
     UPDATE work_queue_items AS q
     SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
-        attempts = q.attempts + 1
+        attempts = q.attempts + 1,
+        -- With attempts, names this claim for extend and snooze: now_us below.
+        claimed_at = now()
     WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
-    RETURNING q.item_key, q.priority, q.attempts, q.available_at
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
 -- rows in one sequence): the client puts them in claim order, cheaper there than
@@ -230,6 +388,14 @@ SELECT
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
     array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
+    -- How long each item waited between becoming claimable (available, or its lease
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    -- The trace contexts of the enqueues each item answers, space-separated; null where
+    -- none were stored (WorkQueueConfig.storeTraceContexts).
+    array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
+    -- For each item the completion completed, the time since its claim, in microseconds.
+    NULL::bigint[] AS completed_held_us,
     0::bigint AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -263,7 +429,7 @@ done AS (
     FROM target
     WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
         AND target.requested_at IS NULL AND target.lease_until <> '-infinity'
-    RETURNING q.item_key
+    RETURNING q.item_key, q.claimed_at
 ),
 rearmed AS (
     UPDATE work_queue_items AS q
@@ -291,9 +457,11 @@ due AS MATERIALIZED (
 leased AS (
     UPDATE work_queue_items AS q
     SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
-        attempts = q.attempts + 1
+        attempts = q.attempts + 1,
+        -- With attempts, names this claim for extend and snooze: now_us below.
+        claimed_at = now()
     WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
-    RETURNING q.item_key, q.priority, q.attempts, q.available_at
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
 -- rows in one sequence): the client puts them in claim order, cheaper there than
@@ -306,6 +474,14 @@ SELECT
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
     array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
+    -- How long each item waited between becoming claimable (available, or its lease
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    -- The trace contexts of the enqueues each item answers, space-separated; null where
+    -- none were stored (WorkQueueConfig.storeTraceContexts).
+    array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
+    -- For each item the completion completed, the time since its claim, in microseconds.
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us,
     (SELECT count(*) FROM done) AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -341,7 +517,7 @@ done AS (
     FROM target
     WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
         AND target.requested_at IS NULL AND target.lease_until <> '-infinity'
-    RETURNING q.item_key
+    RETURNING q.item_key, q.claimed_at
 ),
 rearmed AS (
     UPDATE work_queue_items AS q
@@ -379,9 +555,11 @@ due AS MATERIALIZED (
 leased AS (
     UPDATE work_queue_items AS q
     SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
-        attempts = q.attempts + 1
+        attempts = q.attempts + 1,
+        -- With attempts, names this claim for extend and snooze: now_us below.
+        claimed_at = now()
     WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
-    RETURNING q.item_key, q.priority, q.attempts, q.available_at
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
 -- rows in one sequence): the client puts them in claim order, cheaper there than
@@ -394,6 +572,14 @@ SELECT
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
     array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
+    -- How long each item waited between becoming claimable (available, or its lease
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    -- The trace contexts of the enqueues each item answers, space-separated; null where
+    -- none were stored (WorkQueueConfig.storeTraceContexts).
+    array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
+    -- For each item the completion completed, the time since its claim, in microseconds.
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us,
     (SELECT count(*) FROM done) AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -426,7 +612,7 @@ done AS (
     USING target
     WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
         AND target.requested_at IS NULL AND target.lease_until <> '-infinity'
-    RETURNING q.item_key
+    RETURNING q.item_key, q.claimed_at
 ),
 rearmed AS (
     UPDATE work_queue_items AS q
@@ -454,9 +640,11 @@ due AS MATERIALIZED (
 leased AS (
     UPDATE work_queue_items AS q
     SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
-        attempts = q.attempts + 1
+        attempts = q.attempts + 1,
+        -- With attempts, names this claim for extend and snooze: now_us below.
+        claimed_at = now()
     WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
-    RETURNING q.item_key, q.priority, q.attempts, q.available_at
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
 -- rows in one sequence): the client puts them in claim order, cheaper there than
@@ -469,6 +657,14 @@ SELECT
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
     array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
+    -- How long each item waited between becoming claimable (available, or its lease
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    -- The trace contexts of the enqueues each item answers, space-separated; null where
+    -- none were stored (WorkQueueConfig.storeTraceContexts).
+    array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
+    -- For each item the completion completed, the time since its claim, in microseconds.
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us,
     (SELECT count(*) FROM done) AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -503,7 +699,7 @@ done AS (
     USING target
     WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
         AND target.requested_at IS NULL AND target.lease_until <> '-infinity'
-    RETURNING q.item_key
+    RETURNING q.item_key, q.claimed_at
 ),
 rearmed AS (
     UPDATE work_queue_items AS q
@@ -541,9 +737,11 @@ due AS MATERIALIZED (
 leased AS (
     UPDATE work_queue_items AS q
     SET lease_until = now() + $4::bigint * INTERVAL '1 microsecond',
-        attempts = q.attempts + 1
+        attempts = q.attempts + 1,
+        -- With attempts, names this claim for extend and snooze: now_us below.
+        claimed_at = now()
     WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
-    RETURNING q.item_key, q.priority, q.attempts, q.available_at
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
 -- rows in one sequence): the client puts them in claim order, cheaper there than
@@ -556,6 +754,14 @@ SELECT
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
     array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
+    -- How long each item waited between becoming claimable (available, or its lease
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    -- The trace contexts of the enqueues each item answers, space-separated; null where
+    -- none were stored (WorkQueueConfig.storeTraceContexts).
+    array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
+    -- For each item the completion completed, the time since its claim, in microseconds.
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us,
     (SELECT count(*) FROM done) AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -608,8 +814,9 @@ FROM found;
 --   $1 queue text: the logical queue's name
 --   $2 keys text[]: the stored keys, distinct
 -- Marks the items completed. One row: "completed", the count, and "completed_keys", null when
--- every key named was completed, else the keys that were (empty when none was); and "rearmed",
--- how many it handed back instead because they were enqueued during their lease.
+-- every key named was completed, else the keys that were (empty when none was); "rearmed",
+-- how many it handed back instead because they were enqueued during their lease; and
+-- "completed_held_us", how long each completed item had been held since its claim.
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
@@ -623,7 +830,7 @@ done AS (
     FROM target
     WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
         AND target.requested_at IS NULL AND target.lease_until <> '-infinity'
-    RETURNING q.item_key
+    RETURNING q.item_key, q.claimed_at
 ),
 rearmed AS (
     UPDATE work_queue_items AS q
@@ -641,7 +848,8 @@ rearmed AS (
 SELECT count(*) AS completed,
     CASE WHEN count(*) < cardinality($2::text[])
         THEN COALESCE(array_agg(item_key), '{}'::text[]) END AS completed_keys,
-    (SELECT count(*) FROM rearmed) AS rearmed
+    (SELECT count(*) FROM rearmed) AS rearmed,
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us
 FROM done;
 
 -- completeKeysDeleting
@@ -660,7 +868,7 @@ done AS (
     USING target
     WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
         AND target.requested_at IS NULL AND target.lease_until <> '-infinity'
-    RETURNING q.item_key
+    RETURNING q.item_key, q.claimed_at
 ),
 rearmed AS (
     UPDATE work_queue_items AS q
@@ -678,7 +886,8 @@ rearmed AS (
 SELECT count(*) AS completed,
     CASE WHEN count(*) < cardinality($2::text[])
         THEN COALESCE(array_agg(item_key), '{}'::text[]) END AS completed_keys,
-    (SELECT count(*) FROM rearmed) AS rearmed
+    (SELECT count(*) FROM rearmed) AS rearmed,
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us
 FROM done;
 
 -- releaseKeys
@@ -799,7 +1008,12 @@ SELECT
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int))) * 1000000)::bigint,
-        0) AS oldest_ready_us
+        0) AS oldest_ready_us,
+    -- How long the longest-running live lease has run since its claim, on the database
+    -- clock, in microseconds (0 when nothing is leased, or no lease names its claim).
+    COALESCE(
+        (EXTRACT(EPOCH FROM now() - min(claimed_at) FILTER (WHERE completed_at IS NULL AND lease_until > now())) * 1000000)::bigint,
+        0) AS longest_lease_us
 FROM work_queue_items
 WHERE queue_name = $1::text AND completed_at IS NULL;
 
@@ -846,8 +1060,8 @@ SELECT EXISTS (
 -- Takes or renews the role of the queue's housekeeper for a lease, if it is free, lapsed or
 -- already this instance's. One row: "kept" (whether this instance now holds it), "keeper",
 -- "keeper_left_us" (how long the holder's lease runs on), and the holder's last reading
--- ("read_ago_us", the stats' columns, "horizon_us", "horizon_pid", "slot_xmin_age"; null before
--- the first).
+-- ("read_ago_us", the stats' columns, "horizon_us", "horizon_pid", "slot_xmin_age",
+-- "longest_lease_us"; null before the first).
 -- The housekeeper is chosen on the database, by its clock and one row's lock, so
 -- it holds through a transaction-mode pooler (no session state) and a holder that
 -- stops renewing loses the role when its lease ends, whatever became of it. Every
@@ -868,7 +1082,8 @@ RETURNING
     (EXTRACT(EPOCH FROM k.keeper_until - now()) * 1000000)::bigint AS keeper_left_us,
     (EXTRACT(EPOCH FROM now() - k.read_at) * 1000000)::bigint AS read_ago_us,
     k.pending, k.ready, k.leased, k.stalled, k.completed, k.completed_capped, k.oldest_ready_us,
-    k.horizon_us, k.horizon_pid, k.slot_xmin_age;
+    k.horizon_us, k.horizon_pid, k.slot_xmin_age,
+    k.longest_lease_us;
 
 -- publishReading
 --   $1 queue text: the logical queue's name
@@ -883,6 +1098,7 @@ RETURNING
 --   $10 horizon bigint: microseconds
 --   $11 horizon_pid int
 --   $12 slot_xmin_age bigint
+--   $13 longest_lease bigint: microseconds
 -- Records the keeper's reading, if it still holds the role.
 -- Only while this instance holds the role: a keeper that lost it while reading
 -- leaves its successor's reading alone.
@@ -890,7 +1106,7 @@ UPDATE work_queue_queues
 SET read_at = now(), pending = $3::bigint, ready = $4::bigint, leased = $5::bigint,
     stalled = $6::bigint, completed = $7::bigint, completed_capped = $8::boolean,
     oldest_ready_us = $9::bigint, horizon_us = $10::bigint, horizon_pid = $11::int,
-    slot_xmin_age = $12::bigint
+    slot_xmin_age = $12::bigint, longest_lease_us = $13::bigint
 WHERE queue_name = $1::text AND keeper = $2::text;
 
 -- horizon

@@ -9,6 +9,8 @@ module io.workqueue {
     requires transitive r2dbc.spi;
     requires transitive org.jspecify;
     requires static micrometer.core;
+    requires static micrometer.observation;
+    requires static micrometer.tracing;
     requires transitive r2dbc.postgresql;
     requires r2dbc.pool;
     requires transitive tools.jackson.databind;
@@ -17,6 +19,7 @@ module io.workqueue {
     exports io.workqueue;
     exports io.workqueue.notify;
     exports io.workqueue.migrations;
+    exports io.workqueue.observation;
     // The DDL and the versioned scripts are resources a migration tool may read from the jar.
     opens io.workqueue.migrations;
     opens io.workqueue.migrations.versions;

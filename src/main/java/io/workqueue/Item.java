@@ -1,5 +1,6 @@
 package io.workqueue;
 
+import java.util.List;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
@@ -20,12 +21,14 @@ public final class Item<K> {
     private final int priority;
     private final int attempts;
     private final boolean reclaimed;
+    private final List<String> traceContexts;
 
-    private Item(K key, int priority, int attempts, boolean reclaimed) {
+    private Item(K key, int priority, int attempts, boolean reclaimed, List<String> traceContexts) {
         this.key = Objects.requireNonNull(key, "key");
         this.priority = priority;
         this.attempts = attempts;
         this.reclaimed = reclaimed;
+        this.traceContexts = traceContexts;
     }
 
     /**
@@ -41,7 +44,20 @@ public final class Item<K> {
      * @throws NullPointerException if {@code key} is {@code null}
      */
     public static <K> Item<K> of(K key, int priority, int attempts, boolean reclaimed) {
-        return new Item<>(key, priority, attempts, reclaimed);
+        return new Item<>(key, priority, attempts, reclaimed, List.of());
+    }
+
+    /**
+     * This item carrying {@code traceContexts} (see {@link #traceContexts()}); for the queue, and
+     * for tests and other implementations of {@link ReactiveWorkQueue}.
+     *
+     * @param traceContexts the W3C {@code traceparent} values of the enqueues this run answers,
+     *                      oldest first
+     * @return an item equal to this one, carrying them
+     * @throws NullPointerException if {@code traceContexts} or one of them is {@code null}
+     */
+    public Item<K> withTraceContexts(List<String> traceContexts) {
+        return new Item<>(key, priority, attempts, reclaimed, List.copyOf(traceContexts));
     }
 
     /**
@@ -81,6 +97,24 @@ public final class Item<K> {
      */
     public boolean reclaimed() {
         return reclaimed;
+    }
+
+    /**
+     * The trace contexts of the enqueues this run of the item answers, when its queue stores them
+     * ({@link WorkQueueConfig#storeTraceContexts()}): W3C {@code traceparent} values, oldest first,
+     * at most {@link WorkQueueConfig#MAX_TRACE_CONTEXTS}, the most recent. {@code process()} links
+     * its handler's span to each (see {@code io.workqueue.observation}); a caller of
+     * {@code claim} can do the same with its own tracer. What an item keeps: every enqueue that
+     * carried a trace, from the one that made the item pending (a new key, or a completed key
+     * enqueued again) until it completes, so a retry after a release or a lapsed lease, and the
+     * run again of an item enqueued during its lease, link to them all.
+     *
+     * <p>Not part of {@link #equals}: the same claim of the same item, traced or not.
+     *
+     * @return the trace contexts; empty when none were stored
+     */
+    public List<String> traceContexts() {
+        return traceContexts;
     }
 
     /**

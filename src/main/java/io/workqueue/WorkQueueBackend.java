@@ -36,6 +36,29 @@ public interface WorkQueueBackend {
             @Nullable Publisher<?> wakeups, Scheduler timer, @Nullable Object meterRegistry);
 
     /**
+     * A queue as {@link #queue(ConnectionFactory, WorkQueueConfig, KeyCodec, Publisher, Scheduler, Object)}
+     * makes it, observed through {@code observationRegistry}. The default, for backends that make
+     * no observations, ignores the registry.
+     *
+     * @param connectionFactory   the factory statements borrow connections from
+     * @param config              the queue's configuration
+     * @param codec               the key codec
+     * @param wakeups             the wakeup source, or {@code null} for none
+     * @param timer               the scheduler for the queue's timers
+     * @param meterRegistry       a Micrometer {@code MeterRegistry}, or {@code null} to record nothing
+     * @param observationRegistry a Micrometer {@code ObservationRegistry}, or {@code null} to observe
+     *                            nothing; typed {@code Object} so that Micrometer stays optional
+     * @param <K>                 the key type
+     * @return the queue
+     * @throws UnsupportedDialectException if the factory is not of this backend's database
+     */
+    default <K> ReactiveWorkQueue<K> queue(ConnectionFactory connectionFactory, WorkQueueConfig config,
+            KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer, @Nullable Object meterRegistry,
+            @Nullable Object observationRegistry) {
+        return queue(connectionFactory, config, codec, wakeups, timer, meterRegistry);
+    }
+
+    /**
      * An admin over the table of {@code tablePrefix}, as {@link WorkQueueAdmin.Builder#build()}
      * describes, from settings the builder has already checked.
      *

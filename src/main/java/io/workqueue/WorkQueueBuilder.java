@@ -1,6 +1,7 @@
 package io.workqueue;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import io.r2dbc.spi.ConnectionFactory;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -29,6 +30,8 @@ public final class WorkQueueBuilder<K> {
     private @Nullable Scheduler timer = Schedulers.parallel();
     /** Held as {@code Object} so that this class never needs Micrometer unless a registry is given. */
     private @Nullable Object meterRegistry;
+    /** Held as {@code Object} for the same reason: the Observation API is optional too. */
+    private @Nullable Object observationRegistry;
     /** Optional settings given as {@code null}, by name: refused by build(), not by the setter. */
     private final Map<String, String> refused = new LinkedHashMap<>();
 
@@ -91,6 +94,25 @@ public final class WorkQueueBuilder<K> {
     }
 
     /**
+     * Observes the queue's operations through {@code registry}: the observations named in
+     * {@code io.workqueue.observation.WorkQueueObservations} (enqueue, each group-committed write,
+     * claim, each handler run of {@code process()}, complete, release), one instrumentation that
+     * yields timers with a meter handler and spans with a tracing handler. Register
+     * {@code io.workqueue.observation.WorkQueueTracingObservationHandler} for spans that link a
+     * handler's run to the requests that enqueued its item
+     * ({@link WorkQueueConfig#storeTraceContexts()}). Micrometer's Observation API is an optional
+     * dependency: without this call it need not be on the classpath, and the queue observes nothing
+     * at no cost. A registry that is a no-op costs a check per operation.
+     *
+     * @param registry where observations are made; Spring Boot's, say
+     * @return this builder
+     */
+    public WorkQueueBuilder<K> observationRegistry(ObservationRegistry registry) {
+        this.observationRegistry = registry;
+        return given("observationRegistry", registry);
+    }
+
+    /**
      * Sets the scheduler for the queue's timers (poll delays, wake floor, claim back-off, write
      * timeouts); default {@link Schedulers#parallel()}. Tests pass a virtual-time scheduler.
      *
@@ -150,6 +172,7 @@ public final class WorkQueueBuilder<K> {
         }
         KeyCodec<K> codec = keyCodec != null ? keyCodec : KeyCodec.defaultFor(keyType);
         KeyCodecs.checkKeyType(codec);
-        return Backends.BACKEND.queue(connectionFactory, checked, codec, wakeups, scheduler, meterRegistry);
+        return Backends.BACKEND.queue(connectionFactory, checked, codec, wakeups, scheduler, meterRegistry,
+                observationRegistry);
     }
 }

@@ -44,6 +44,13 @@ public final class WorkQueueConfig {
     private static final boolean DEFAULT_DELETE_ON_COMPLETE = false;
     private static final int DEFAULT_MAX_WRITE_BATCH = 10_000;
     private static final Duration DEFAULT_HORIZON_WARNING = Duration.ofMinutes(5);
+    private static final boolean DEFAULT_STORE_TRACE_CONTEXTS = false;
+
+    /**
+     * The most trace contexts an item keeps (see {@link #storeTraceContexts()}): the most recent
+     * enqueues'. Bounds the row and the links of a handler's span however often a key is enqueued.
+     */
+    public static final int MAX_TRACE_CONTEXTS = 8;
 
     private final String name;
     private final String tablePrefix;
@@ -59,6 +66,7 @@ public final class WorkQueueConfig {
     private final boolean deleteOnComplete;
     private final int maxWriteBatch;
     private final Duration horizonWarning;
+    private final boolean storeTraceContexts;
 
     /** Validates the builder's values and caps every duration; the only way an instance is made. */
     private WorkQueueConfig(Builder b) {
@@ -84,6 +92,7 @@ public final class WorkQueueConfig {
         this.maxWriteBatch = requireAtLeast("maxWriteBatch", b.maxWriteBatch, 1);
         this.horizonWarning = Durations.capped(
                 requireAtLeast("horizonWarning", b.horizonWarning, Duration.ofSeconds(1)));
+        this.storeTraceContexts = b.storeTraceContexts;
     }
 
     private static String validName(@Nullable String name) {
@@ -162,6 +171,7 @@ public final class WorkQueueConfig {
         builder.deleteOnComplete = deleteOnComplete;
         builder.maxWriteBatch = maxWriteBatch;
         builder.horizonWarning = horizonWarning;
+        builder.storeTraceContexts = storeTraceContexts;
         return builder;
     }
 
@@ -348,6 +358,34 @@ public final class WorkQueueConfig {
     }
 
     /**
+     * Whether enqueues store their caller's trace context with the key, so that the span of the
+     * handler that runs the item links to the request that asked for it. Off by default. Needs an
+     * {@code ObservationRegistry} on the queue ({@link WorkQueueBuilder#observationRegistry}) with
+     * {@code io.workqueue.observation.WorkQueueTracingObservationHandler} registered: the enqueue's
+     * span is the context stored, as a W3C {@code traceparent} (a child of the caller's span, or a
+     * trace of its own when the caller has none); without that handler nothing is stored. The
+     * handler's span is a new trace that <em>links</em> to each stored context
+     * rather than continuing one: the enqueue may be hours earlier, and a key enqueued by several
+     * requests answers them all.
+     *
+     * <p>What an item keeps: the contexts of the enqueues from the one that made it pending (a new
+     * key, or a completed key enqueued again, which starts over) until it completes, the most
+     * recent {@link #MAX_TRACE_CONTEXTS}. Enqueues merged in one group-committed write each add
+     * theirs; an enqueue of a pending key adds its context even when it changes nothing else (so
+     * it rewrites the row, where an untraced enqueue would skip it). A retry (after a release or a
+     * lapsed lease) and the run again of an item enqueued during its lease link to them all.
+     * Completing, releasing and claiming leave them be. Needs schema version 5.
+     *
+     * <p>Instances of one queue may differ in this setting: those that store add contexts, the
+     * others add none and leave the stored ones be; every instance's claims hand out what is stored.
+     *
+     * @return {@code false} by default
+     */
+    public boolean storeTraceContexts() {
+        return storeTraceContexts;
+    }
+
+    /**
      * Whether {@code other} is a configuration with the same value for every setting.
      *
      * @param other any object, or {@code null}
@@ -369,7 +407,8 @@ public final class WorkQueueConfig {
                 && writeTimeout.equals(that.writeTimeout)
                 && deleteOnComplete == that.deleteOnComplete
                 && maxWriteBatch == that.maxWriteBatch
-                && horizonWarning.equals(that.horizonWarning);
+                && horizonWarning.equals(that.horizonWarning)
+                && storeTraceContexts == that.storeTraceContexts;
     }
 
     /**
@@ -380,7 +419,8 @@ public final class WorkQueueConfig {
     @Override
     public int hashCode() {
         return Objects.hash(name, tablePrefix, notifyChannel, notifyOnEnqueue, retention, maxAttempts, maxClaimBatch, reapBatchSize,
-                writeAttempts, minWakeInterval, writeTimeout, deleteOnComplete, maxWriteBatch, horizonWarning);
+                writeAttempts, minWakeInterval, writeTimeout, deleteOnComplete, maxWriteBatch, horizonWarning,
+                storeTraceContexts);
     }
 
     /**
@@ -403,7 +443,8 @@ public final class WorkQueueConfig {
                 + ", writeTimeout=" + writeTimeout
                 + ", deleteOnComplete=" + deleteOnComplete
                 + ", maxWriteBatch=" + maxWriteBatch
-                + ", horizonWarning=" + horizonWarning + "]";
+                + ", horizonWarning=" + horizonWarning
+                + ", storeTraceContexts=" + storeTraceContexts + "]";
     }
 
     private static int requireAtLeast(String field, int value, int least) {
@@ -442,6 +483,7 @@ public final class WorkQueueConfig {
         private boolean deleteOnComplete = DEFAULT_DELETE_ON_COMPLETE;
         private int maxWriteBatch = DEFAULT_MAX_WRITE_BATCH;
         private @Nullable Duration horizonWarning = DEFAULT_HORIZON_WARNING;
+        private boolean storeTraceContexts = DEFAULT_STORE_TRACE_CONTEXTS;
 
         private Builder(@Nullable String name) {
             this.name = name;
@@ -607,6 +649,18 @@ public final class WorkQueueConfig {
          */
         public Builder horizonWarning(Duration horizonWarning) {
             this.horizonWarning = horizonWarning;
+            return this;
+        }
+
+        /**
+         * Sets whether enqueues store their caller's trace context with the key, for the handler's
+         * span to link to; default {@code false}. See {@link WorkQueueConfig#storeTraceContexts()}.
+         *
+         * @param storeTraceContexts {@code true} to store them
+         * @return this builder
+         */
+        public Builder storeTraceContexts(boolean storeTraceContexts) {
+            this.storeTraceContexts = storeTraceContexts;
             return this;
         }
 

@@ -99,5 +99,26 @@ public final class WorkQueueMeters {
      */
     public static final String ENQUEUE_FLUSH_LATENCY = "workqueue.enqueue.flush.latency";
 
+    /**
+     * Gauge, updated by {@code stats()} (and by every instance's housekeeping round, from the
+     * keeper's reading), in seconds: how long the longest-running live lease of the queue has run
+     * since its claim, across the fleet; 0 when nothing is leased. What Kubernetes' workqueue calls
+     * the longest-running processor: a handler stuck on one item shows here long before the item's
+     * lease lapses. Leases taken before schema version 4 carry no claim instant and are left out.
+     */
+    public static final String LEASE_LONGEST = "workqueue.lease.longest";
+    /**
+     * Timer, one record per item claimed: how long the item waited between becoming claimable (its
+     * availability, or the lapse of a lease it had) and the claim that leased it, on the database
+     * clock. The lag operators alert on: it grows when the fleet falls behind, whatever the depth.
+     */
+    public static final String CLAIM_LAG = "workqueue.claim.lag";
+    /**
+     * Timer, one record per item completed: how long from the claim that leased it to its
+     * completion, on the database clock; the time the work took, retries of the acknowledgement
+     * included. Items completed without having been claimed are not recorded.
+     */
+    public static final String CLAIM_TO_COMPLETION = "workqueue.claim.to.completion";
+
     private WorkQueueMeters() {}
 }

@@ -51,6 +51,7 @@ class WorkQueueConfigTest {
         assertFalse(config.deleteOnComplete(), "completed rows are kept until reaped unless asked otherwise");
         assertEquals(10_000, config.maxWriteBatch());
         assertEquals(Duration.ofMinutes(5), config.horizonWarning());
+        assertFalse(config.storeTraceContexts(), "trace contexts are stored only when asked");
     }
 
     @Test
@@ -97,7 +98,8 @@ class WorkQueueConfigTest {
                 b -> b.tablePrefix("ddb"), b -> b.notifyChannel("work_ready"), b -> b.notifyOnEnqueue(false), b -> b.retention(Duration.ofSeconds(2)),
                 b -> b.maxAttempts(1), b -> b.maxClaimBatch(2), b -> b.reapBatchSize(2), b -> b.writeAttempts(2),
                 b -> b.minWakeInterval(Duration.ofMillis(2)), b -> b.writeTimeout(Duration.ofSeconds(2)),
-                b -> b.deleteOnComplete(true), b -> b.maxWriteBatch(2), b -> b.horizonWarning(Duration.ofSeconds(2)));
+                b -> b.deleteOnComplete(true), b -> b.maxWriteBatch(2), b -> b.horizonWarning(Duration.ofSeconds(2)),
+                b -> b.storeTraceContexts(true));
         for (UnaryOperator<WorkQueueConfig.Builder> change : changes) {
             WorkQueueConfig changed = change.apply(builder()).build();
             assertNotEquals(config, changed, changed::toString);
@@ -112,7 +114,7 @@ class WorkQueueConfigTest {
         for (String part : List.of("name=emails", "tablePrefix=ddb", "notifyChannel=", "notifyOnEnqueue=true", "retention=PT24H",
                 "maxAttempts=0", "maxClaimBatch=500", "reapBatchSize=1000", "writeAttempts=3",
                 "minWakeInterval=PT0.1S", "writeTimeout=PT0.25S", "deleteOnComplete=false", "maxWriteBatch=10000",
-                "horizonWarning=PT5M")) {
+                "horizonWarning=PT5M", "storeTraceContexts=false")) {
             assertTrue(text.contains(part), () -> text + " should contain " + part);
         }
     }

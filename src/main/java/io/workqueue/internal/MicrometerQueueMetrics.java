@@ -9,12 +9,14 @@ import io.micrometer.core.instrument.Timer;
 import io.workqueue.Horizon;
 import io.workqueue.Stats;
 import io.workqueue.WorkQueueMeters;
+import java.time.Duration;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.ToDoubleFunction;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@link QueueMetrics} over a Micrometer registry: the meters named in {@link WorkQueueMeters},
@@ -37,6 +39,10 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     private final Timer claimLook;
     private final Counter claimLookFound;
     private final DistributionSummary flushSize;
+    private final Timer claimLag;
+    private final Timer claimToCompletion;
+    /** The last reading of the longest live lease, in seconds; NaN before the first. */
+    private final AtomicReference<Double> longestLease = new AtomicReference<>(Double.NaN);
     /** One timer per outcome, all registered up front so a dashboard sees zeros, not gaps. */
     private final Map<WriteOutcome, Timer> flushLatency = new EnumMap<>(WriteOutcome.class);
     /** The last snapshot; the gauges read it, so they show nothing until the first stats(). */
@@ -83,6 +89,13 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
         gauge(registry, WorkQueueMeters.STALLED, "items out of attempts", "items", tags, lastStats, Stats::stalled);
         gauge(registry, WorkQueueMeters.OLDEST_READY_AGE, "how long the oldest ready item has waited", "seconds", tags,
                 lastStats, stats -> stats.oldestReadyAge().toNanos() / 1e9);
+        claimLag = Timer.builder(WorkQueueMeters.CLAIM_LAG)
+                .description("per item claimed: from becoming claimable to the claim").tags(tags).register(registry);
+        claimToCompletion = Timer.builder(WorkQueueMeters.CLAIM_TO_COMPLETION)
+                .description("per item completed: from its claim to its completion").tags(tags).register(registry);
+        Gauge.builder(WorkQueueMeters.LEASE_LONGEST, longestLease, AtomicReference::get)
+                .description("how long the longest-running live lease has run since its claim")
+                .baseUnit("seconds").tags(tags).register(registry);
         gauge(registry, WorkQueueMeters.HORIZON_AGE,
                 "how long the oldest transaction holding back the MVCC horizon has been open", "seconds", tags,
                 lastHorizon, horizon -> horizon.oldestTransactionAge().toNanos() / 1e9);
@@ -188,5 +201,29 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     @Override
     public void observed(Horizon horizon) {
         lastHorizon.set(horizon);
+    }
+
+    @Override
+    public void longestLease(Duration longest) {
+        longestLease.set(longest.toNanos() / 1e9);
+    }
+
+    @Override
+    public void claimLags(@Nullable Long[] waitedMicros) {
+        recordMicros(claimLag, waitedMicros);
+    }
+
+    @Override
+    public void heldUntilCompletion(@Nullable Long[] heldMicros) {
+        recordMicros(claimToCompletion, heldMicros);
+    }
+
+    /** Records each span; a negative one (the database clock stepped back) as zero. */
+    private static void recordMicros(Timer timer, @Nullable Long[] micros) {
+        for (Long span : micros) {
+            if (span != null) {
+                timer.record(Math.max(span, 0L), TimeUnit.MICROSECONDS);
+            }
+        }
     }
 }

@@ -2,6 +2,8 @@ package io.workqueue.internal;
 
 import io.workqueue.Horizon;
 import io.workqueue.Stats;
+import java.time.Duration;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What a queue reports about itself. The default records nothing; {@link MicrometerQueueMetrics}
@@ -62,4 +64,20 @@ public interface QueueMetrics {
 
     /** A fresh reading of what holds the database's MVCC horizon. */
     default void observed(Horizon horizon) {}
+
+    /**
+     * A fresh reading of the longest-running live lease of the queue, since its claim.
+     *
+     * @param longest zero when nothing is leased
+     */
+    default void longestLease(Duration longest) {}
+
+    /**
+     * A claim leased items that had waited {@code waitedMicros} each (null elements are skipped)
+     * since they became claimable.
+     */
+    default void claimLags(@Nullable Long[] waitedMicros) {}
+
+    /** Items were completed {@code heldMicros} each (null elements are skipped) after their claims. */
+    default void heldUntilCompletion(@Nullable Long[] heldMicros) {}
 }

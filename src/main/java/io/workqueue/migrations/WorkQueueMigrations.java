@@ -37,13 +37,15 @@ import reactor.core.publisher.Mono;
  */
 public final class WorkQueueMigrations {
     /** The schema version this release creates, upgrades to and needs. */
-    public static final int SCHEMA_VERSION = 3;
+    public static final int SCHEMA_VERSION = 5;
 
     /** What each versioned script does, by version (index 0 is version 1). */
     private static final List<String> VERSION_SCRIPTS = List.of(
             "versions/V1__create_work_queue_items.sql",
             "versions/V2__requested_at.sql",
-            "versions/V3__queues.sql");
+            "versions/V3__queues.sql",
+            "versions/V4__claims_and_pause.sql",
+            "versions/V5__trace_contexts.sql");
 
     /** The table every queue shares, before the prefix. */
     public static final String TABLE_BASE_NAME = TableNames.TABLE_BASE_NAME;

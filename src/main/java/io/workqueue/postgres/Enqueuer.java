@@ -5,8 +5,12 @@ import io.workqueue.WorkQueueConfig;
 import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.Notifier;
 import io.workqueue.internal.QueueMetrics;
+import io.workqueue.internal.QueueObservations;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -27,18 +31,20 @@ final class Enqueuer {
     private final Sql sql;
     private final ClaimCursors cursors;
     private final QueueMetrics metrics;
+    private final QueueObservations observations;
     private final Scheduler timer;
-    private final GroupCommit<List<EncodedEntry>, Void> enqueues;
+    private final GroupCommit<Request, Void> enqueues;
     /** Sends this instance's wakeup notifications; {@code null} when its enqueues send none. */
     private final @Nullable Notifier notifier;
 
     Enqueuer(WorkQueueConfig config, Database database, Sql sql, ClaimCursors cursors, QueueMetrics metrics,
-            Scheduler timer) {
+            QueueObservations observations, Scheduler timer) {
         this.config = config;
         this.database = database;
         this.sql = sql;
         this.cursors = cursors;
         this.metrics = metrics;
+        this.observations = observations;
         this.timer = timer;
         this.notifier = config.notifyOnEnqueue() && !config.notifyChannel().isEmpty()
                 ? new Notifier(config.name(), new NotifyChannel(), config.minWakeInterval(), timer, metrics::notified)
@@ -46,7 +52,8 @@ final class Enqueuer {
         // Weighed by the keys a call names, before merging: what a write's size grows with, and it
         // is known without merging.
         this.enqueues = new GroupCommit<>(config.name(), "enqueue", GroupCommit.withoutResults(this::writeMerged),
-                List::size, config.maxWriteBatch(), config.writeTimeout(), timer, metrics::flushEnded);
+                request -> request.entries().size(), config.maxWriteBatch(), config.writeTimeout(), timer,
+                metrics::flushEnded);
     }
 
     /** The notifier, {@code null} when this instance sends no notifications. */
@@ -54,29 +61,42 @@ final class Enqueuer {
         return notifier;
     }
 
-    /** Enqueues the entries through the group commit; completes once the upsert carrying them has committed. */
-    Mono<Void> enqueue(List<EncodedEntry> encoded) {
-        return encoded.isEmpty() ? Mono.empty() : enqueues.submit(encoded);
+    /**
+     * Enqueues the entries through the group commit; completes once the upsert carrying them has
+     * committed. {@code traceContext}: the caller's, stored with the keys when the queue stores
+     * trace contexts; {@code null} for none.
+     */
+    Mono<Void> enqueue(List<EncodedEntry> encoded, @Nullable String traceContext) {
+        return encoded.isEmpty() ? Mono.empty() : enqueues.submit(new Request(encoded,
+                config.storeTraceContexts() ? traceContext : null));
     }
+
+    /** One caller's part of a group-committed write: its entries, and its trace context or {@code null}. */
+    private record Request(List<EncodedEntry> entries, @Nullable String traceContext) {}
 
     /**
      * A transactional enqueue of entries already merged. On a queue that notifies, the upsert
      * either carries the notification ({@code inTransaction}) or hands the transaction's id to the
      * notifier, which announces the rows once that transaction has committed.
      */
-    Mono<Void> enqueueOn(Connection connection, List<EncodedEntry> merged, boolean inTransaction) {
+    Mono<Void> enqueueOn(Connection connection, List<EncodedEntry> merged, boolean inTransaction,
+            @Nullable String traceContext) {
         if (merged.isEmpty()) {
             return Mono.empty();
         }
         Notifier announcer = notifier;
+        // Traced statements only where the queue stores trace contexts: the others write none.
+        String @Nullable [] traces = config.storeTraceContexts() ? sameTrace(merged.size(), traceContext) : null;
         Mono<Void> written;
         if (announcer == null) {
-            written = Database.rowsUpdated(upsert(connection, merged, sql.enqueue)).then();
+            written = Database.rowsUpdated(upsert(connection, merged, traces, sql.enqueue, sql.enqueueTraced)).then();
         } else if (inTransaction) {
-            written = Database.rowsUpdated(upsert(connection, merged, sql.enqueueNotifying)
+            written = Database.rowsUpdated(upsert(connection, merged, traces, sql.enqueueNotifying,
+                            sql.enqueueNotifyingTraced)
                     .bind("channel", config.notifyChannel())).then();
         } else {
-            written = Flux.from(upsert(connection, merged, sql.enqueueInTransaction).execute())
+            written = Flux.from(upsert(connection, merged, traces, sql.enqueueInTransaction,
+                            sql.enqueueInTransactionTraced).execute())
                     .concatMap(result -> result.map((row, meta) -> Objects.requireNonNull(
                             row.get("xid", String.class), "the enqueue's transaction id")))
                     .doOnNext(announcer::awaitCommit)
@@ -93,18 +113,79 @@ final class Enqueuer {
         return enqueues.close();
     }
 
+    /** {@code n} copies of one caller's trace context, or null when it has none. */
+    private static String @Nullable [] sameTrace(int n, @Nullable String traceContext) {
+        if (traceContext == null) {
+            return null;
+        }
+        String[] traces = new String[n];
+        Arrays.fill(traces, traceContext);
+        return traces;
+    }
+
     /** The group commit's write: merge every caller's entries, then one upsert. */
-    private Mono<Void> writeMerged(List<List<EncodedEntry>> batches) {
+    private Mono<Void> writeMerged(List<Request> requests) {
+        List<List<EncodedEntry>> batches = new ArrayList<>(requests.size());
+        List<String> links = new ArrayList<>();
+        for (Request request : requests) {
+            batches.add(request.entries());
+            if (request.traceContext() != null) {
+                links.add(request.traceContext());
+            }
+        }
         List<EncodedEntry> merged = EncodedEntry.merge(batches);
+        String @Nullable [] traces = links.isEmpty() ? null : mergedTraces(requests, merged);
         // How long it took, and whether it failed or timed out, is the group commit's to report.
-        return database.withRetries(database.inConnection(connection ->
-                        Database.rowsUpdated(upsert(connection, merged, sql.enqueue)).then()))
+        Mono<Void> write = database.withRetries(database.inConnection(connection ->
+                        Database.rowsUpdated(upsert(connection, merged, traces, sql.enqueue, sql.enqueueTraced)).then()))
                 .doOnSuccess(ignored -> {
                     metrics.flushed(merged.size());
                     if (notifier != null) {
                         notifier.committed();
                     }
                 });
+        return observations.write(requests.size(), merged.size(), links, write);
+    }
+
+    /**
+     * Each merged key's trace contexts, space-separated, in the order its callers arrived, distinct,
+     * the most recent {@link WorkQueueConfig#MAX_TRACE_CONTEXTS}; null for a key none of its
+     * callers traced. Aligned with {@code merged}.
+     */
+    private static String[] mergedTraces(List<Request> requests, List<EncodedEntry> merged) {
+        Map<String, LinkedHashSet<String>> byKey = new HashMap<>();
+        for (Request request : requests) {
+            String trace = request.traceContext();
+            if (trace == null) {
+                continue;
+            }
+            for (EncodedEntry entry : request.entries()) {
+                LinkedHashSet<String> traces = byKey.computeIfAbsent(entry.key(), key -> new LinkedHashSet<>());
+                traces.remove(trace);
+                traces.add(trace);
+            }
+        }
+        String[] out = new String[merged.size()];
+        for (int i = 0; i < out.length; i++) {
+            LinkedHashSet<String> traces = byKey.get(merged.get(i).key());
+            if (traces != null) {
+                List<String> all = new ArrayList<>(traces);
+                out[i] = String.join(" ", all.subList(Math.max(0, all.size() - WorkQueueConfig.MAX_TRACE_CONTEXTS),
+                        all.size()));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The upsert of {@code merged} as {@code untraced} (one of the enqueue statements), its entries
+     * bound; as its twin {@code traced} with the trace contexts, aligned with {@code merged}, when
+     * there are any.
+     */
+    private SqlStatement.Bound upsert(Connection connection, List<EncodedEntry> merged, String @Nullable [] traces,
+            SqlStatement untraced, SqlStatement traced) {
+        SqlStatement.Bound bound = upsert(connection, merged, traces == null ? untraced : traced);
+        return traces == null ? bound : bound.bind("traces", traces);
     }
 
     /** The upsert of {@code merged} as {@code statement} (one of the enqueue statements), its entries bound. */

@@ -12,9 +12,12 @@ import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.Throwables;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.function.UnaryOperator;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -184,12 +187,22 @@ final class Leasing<K> {
                         return Flux.from(statement.execute())
                                 .concatMap(result -> result.map((row, meta) -> {
                                     metrics.requeuedDuringLease(longValue(row.get("rearmed", Long.class)));
-                                    ClaimedRows rows = ClaimedRows.inClaimOrder(row.get("keys", String[].class),
+                                    Long[] waited = row.get("waited_us", Long[].class);
+                                    if (waited != null) {
+                                        metrics.claimLags(waited);
+                                    }
+                                    Long[] held = row.get("completed_held_us", Long[].class);
+                                    if (held != null) {
+                                        metrics.heldUntilCompletion(held);
+                                    }
+                                    String[] unorderedKeys = row.get("keys", String[].class);
+                                    ClaimedRows rows = ClaimedRows.inClaimOrder(unorderedKeys,
                                             row.get("priorities", Integer[].class), row.get("attempts", Integer[].class),
                                             row.get("prior_leases", Integer[].class), row.get("available_us", Long[].class));
                                     cursors.claimed(plan, batch, rows.priorities(), rows.availableMicros(),
                                             longValue(row.get("now_us", Long.class)), System.nanoTime());
-                                    return leased(rows, longValue(row.get("completed", Long.class)));
+                                    return leased(rows, longValue(row.get("completed", Long.class)),
+                                            traceContexts(unorderedKeys, row.get("trace_contexts", String[].class)));
                                 }))
                                 .single();
                     })
@@ -268,8 +281,32 @@ final class Leasing<K> {
                 .then();
     }
 
-    /** Decodes the keys of the rows a claim leased, setting aside those the codec refuses. */
-    private Leased<K> leased(ClaimedRows rows, long completed) {
+    /**
+     * The trace contexts a claim returned, by stored key (the arrays are in the statement's order,
+     * not claim order); empty when none of the items had any, as on a queue that stores none.
+     */
+    private static Map<String, List<String>> traceContexts(String @Nullable [] keys, String @Nullable [] contexts) {
+        if (keys == null || contexts == null) {
+            return Map.of();
+        }
+        Map<String, List<String>> byKey = null;
+        for (int i = 0; i < contexts.length && i < keys.length; i++) {
+            String stored = contexts[i];
+            if (stored != null && !stored.isEmpty()) {
+                if (byKey == null) {
+                    byKey = new HashMap<>();
+                }
+                byKey.put(keys[i], List.of(stored.split(" ")));
+            }
+        }
+        return byKey == null ? Map.of() : byKey;
+    }
+
+    /**
+     * Decodes the keys of the rows a claim leased, setting aside those the codec refuses; each
+     * item carries the trace contexts stored with it.
+     */
+    private Leased<K> leased(ClaimedRows rows, long completed, Map<String, List<String>> traceContexts) {
         String[] keys = rows.keys();
         Integer[] priorities = rows.priorities();
         Integer[] attempts = rows.attempts();
@@ -296,7 +333,9 @@ final class Leasing<K> {
                 undecodable.add(new Undecodable(keys[i], attempts[i], e));
                 continue;
             }
-            items.add(Item.of(key, priorities[i], attempts[i], priorLeases[i] == Sql.PRIOR_LEASE_LAPSED));
+            Item<K> item = Item.of(key, priorities[i], attempts[i], priorLeases[i] == Sql.PRIOR_LEASE_LAPSED);
+            List<String> traces = traceContexts.get(keys[i]);
+            items.add(traces == null ? item : item.withTraceContexts(traces));
             storedKeys.add(keys[i]);
             priors.add(priorLeases[i]);
         }

@@ -7,7 +7,9 @@ import io.workqueue.WorkQueueAdmin;
 import io.workqueue.WorkQueueBackend;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.internal.MicrometerQueueMetrics;
+import io.workqueue.internal.MicrometerQueueObservations;
 import io.workqueue.internal.QueueMetrics;
+import io.workqueue.internal.QueueObservations;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -27,10 +29,20 @@ public final class PostgresBackend implements WorkQueueBackend {
     @Override
     public <K> ReactiveWorkQueue<K> queue(ConnectionFactory connectionFactory, WorkQueueConfig config,
             KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer, @Nullable Object meterRegistry) {
+        return queue(connectionFactory, config, codec, wakeups, timer, meterRegistry, null);
+    }
+
+    @Override
+    public <K> ReactiveWorkQueue<K> queue(ConnectionFactory connectionFactory, WorkQueueConfig config,
+            KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer, @Nullable Object meterRegistry,
+            @Nullable Object observationRegistry) {
         QueueMetrics metrics = meterRegistry == null
                 ? QueueMetrics.NONE
                 : MicrometerQueueMetrics.forRegistry(meterRegistry, config.name());
-        return PostgresWorkQueue.create(connectionFactory, config, codec, wakeups, timer, metrics);
+        QueueObservations observations = observationRegistry == null
+                ? QueueObservations.NONE
+                : MicrometerQueueObservations.forRegistry(observationRegistry, config.name());
+        return PostgresWorkQueue.create(connectionFactory, config, codec, wakeups, timer, metrics, observations);
     }
 
     @Override

@@ -17,6 +17,7 @@ import io.workqueue.internal.DemandPacedClaims;
 import io.workqueue.internal.KeyVetting;
 import io.workqueue.internal.Notifier;
 import io.workqueue.internal.QueueMetrics;
+import io.workqueue.internal.QueueObservations;
 import io.workqueue.internal.WakeGate;
 import io.workqueue.internal.Worker;
 import io.workqueue.internal.WorkerRestarts;
@@ -62,17 +63,19 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private final KeyWriters writers;
     private final Leasing<K> leasing;
     private final Upkeep upkeep;
+    private final QueueObservations observations;
 
     private PostgresWorkQueue(ConnectionFactory connectionFactory, WorkQueueConfig config, KeyCodec<K> codec,
-            @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics) {
+            @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics, QueueObservations observations) {
         this.config = config;
+        this.observations = observations;
         this.codec = codec;
         this.timer = timer;
         Sql sql = new Sql(config.tablePrefix(), config.deleteOnComplete());
         Database database = Database.of(connectionFactory, timer, "queue " + config.name(), config.tablePrefix(),
                 config.writeAttempts(), metrics::writeRetried);
         this.wakeGate = new WakeGate(wakeups, config.minWakeInterval(), timer);
-        this.enqueuer = new Enqueuer(config, database, sql, cursors, metrics, timer);
+        this.enqueuer = new Enqueuer(config, database, sql, cursors, metrics, observations, timer);
         this.writers = new KeyWriters(config, database, sql, metrics, timer);
         this.leasing = new Leasing<>(config, codec, database, sql, writers, cursors, metrics, timer, wakeGate::wake);
         this.upkeep = new Upkeep(config, database, sql, metrics);
@@ -85,13 +88,25 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
      */
     static <K> PostgresWorkQueue<K> create(ConnectionFactory connectionFactory, WorkQueueConfig config,
             KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics) {
+        return create(connectionFactory, config, codec, wakeups, timer, metrics, QueueObservations.NONE);
+    }
+
+    /**
+     * A queue over {@code connectionFactory} whose operations are observed by {@code observations}.
+     *
+     * @throws UnsupportedDialectException if the factory does not report PostgreSQL
+     */
+    static <K> PostgresWorkQueue<K> create(ConnectionFactory connectionFactory, WorkQueueConfig config,
+            KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer, QueueMetrics metrics,
+            QueueObservations observations) {
+        Objects.requireNonNull(observations, "observations");
         Objects.requireNonNull(connectionFactory, "connectionFactory");
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(codec, "codec");
         Objects.requireNonNull(timer, "timer");
         Objects.requireNonNull(metrics, "metrics");
         Database.requirePostgres(connectionFactory);
-        return new PostgresWorkQueue<>(connectionFactory, config, codec, wakeups, timer, metrics);
+        return new PostgresWorkQueue<>(connectionFactory, config, codec, wakeups, timer, metrics, observations);
     }
 
     @Override
@@ -128,7 +143,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<Void> enqueue(Collection<Entry<K>> entries) {
-        return Mono.defer(() -> enqueuer.enqueue(encodeEntries(entries)));
+        return Mono.defer(() -> {
+            List<EncodedEntry> encoded = encodeEntries(entries);
+            return observations.enqueue(encoded.size(), singleKey(encoded), false,
+                    traceContext -> enqueuer.enqueue(encoded, traceContext));
+        });
     }
 
     @Override
@@ -163,8 +182,15 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     private Mono<Void> enqueueOn(Connection connection, Collection<Entry<K>> entries, boolean inTransaction) {
         return Mono.defer(() -> {
             Objects.requireNonNull(connection, "connection");
-            return enqueuer.enqueueOn(connection, EncodedEntry.merge(List.of(encodeEntries(entries))), inTransaction);
+            List<EncodedEntry> merged = EncodedEntry.merge(List.of(encodeEntries(entries)));
+            return observations.enqueue(merged.size(), singleKey(merged), true,
+                    traceContext -> enqueuer.enqueueOn(connection, merged, inTransaction, traceContext));
         });
+    }
+
+    /** The one key {@code entries} name, for the observation; {@code null} unless they name exactly one. */
+    private static @Nullable String singleKey(List<EncodedEntry> entries) {
+        return entries.size() == 1 ? entries.get(0).key() : null;
     }
 
     private List<EncodedEntry> encodeEntries(Collection<Entry<K>> entries) {
@@ -199,7 +225,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<List<Item<K>>> claim(int limit, Duration lease) {
         return Mono.defer(() -> {
             Durations.requireLease(lease);
-            return leasing.lease(batchSize(limit), Durations.micros(lease));
+            int batch = batchSize(limit);
+            return observations.claim(batch, leasing.lease(batch, Durations.micros(lease)));
         });
     }
 
@@ -207,7 +234,10 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease) {
         return Mono.defer(() -> {
             Durations.requireLease(lease);
-            return leasing.lease(encodeDistinct(completed), batchSize(limit), Durations.micros(lease));
+            String[] keys = encodeDistinct(completed);
+            int batch = batchSize(limit);
+            Mono<List<Item<K>>> claim = observations.claim(batch, leasing.lease(keys, batch, Durations.micros(lease)));
+            return keys.length == 0 ? claim : observations.complete(keys, claim);
         });
     }
 
@@ -232,8 +262,9 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Flux.defer(() -> {
             Objects.requireNonNull(handler, "handler");
             Objects.requireNonNull(options, "options");
+            Function<Item<K>, ? extends Publisher<?>> observed = observations.handle(handler, codec::encode);
             return WorkerRestarts.of(options, config.name(), handler, timer, null,
-                    stop -> new Worker<>(this, handler, options, timer, stop).flux());
+                    stop -> new Worker<>(this, observed, options, timer, stop).flux());
         });
     }
 
@@ -244,8 +275,9 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             Objects.requireNonNull(handler, "handler");
             Objects.requireNonNull(options, "options");
             Objects.requireNonNull(stop, "stop");
+            Function<Item<K>, ? extends Publisher<?>> observed = observations.handle(handler, codec::encode);
             return WorkerRestarts.of(options, config.name(), handler, timer, stop,
-                    given -> new Worker<>(this, handler, options, timer, given).flux());
+                    given -> new Worker<>(this, observed, options, timer, given).flux());
         });
     }
 
@@ -253,7 +285,10 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<Long> complete(Collection<K> keys) {
-        return Mono.defer(() -> writers.complete(encodeDistinct(keys)));
+        return Mono.defer(() -> {
+            String[] encoded = encodeDistinct(keys);
+            return observations.complete(encoded, writers.complete(encoded));
+        });
     }
 
     @Override
@@ -267,7 +302,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     public Mono<Long> release(Duration delay, @Nullable Throwable cause, Collection<K> keys) {
         return Mono.defer(() -> {
             Objects.requireNonNull(delay, "delay");
-            return writers.release(delay, cause, encodeDistinct(keys));
+            String[] encoded = encodeDistinct(keys);
+            return observations.release(encoded, writers.release(delay, cause, encoded));
         });
     }
 

@@ -31,9 +31,18 @@ final class Rows {
                 ofMicros(longValue(row.get("oldest_ready_us", Long.class))));
     }
 
-    /** What {@link Sql#keepHouse} returns; stats and horizon are null before the keeper's first reading. */
+    /** The "longest_lease_us" column of a stats row or a keeper's reading; null where it is null. */
+    static @Nullable Duration longestLease(Readable row) {
+        Long micros = row.get("longest_lease_us", Long.class);
+        return micros == null ? null : ofMicros(Math.max(micros, 0));
+    }
+
+    /**
+     * What {@link Sql#keepHouse} returns; stats and horizon are null before the keeper's first
+     * reading, the longest lease also when that reading predates schema version 5.
+     */
     record KeeperRow(boolean kept, String keeper, Duration keeperLeaseLeft, Duration readingAge,
-            @Nullable Stats stats, @Nullable Horizon horizon) {}
+            @Nullable Stats stats, @Nullable Horizon horizon, @Nullable Duration longestLease) {}
 
     static KeeperRow keeperRow(Readable row) {
         Long readAgo = row.get("read_ago_us", Long.class);
@@ -49,7 +58,7 @@ final class Rows {
                 String.valueOf(row.get("keeper", String.class)),
                 left.isNegative() ? Duration.ZERO : left,
                 readAgo == null ? Duration.ZERO : ofMicros(Math.max(readAgo, 0)),
-                stats, horizon);
+                stats, horizon, readAgo == null ? null : longestLease(row));
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.workqueue.postgres;
 
 import io.workqueue.Stats;
+import io.workqueue.WorkQueueConfig;
 import io.workqueue.internal.base.TableNames;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -46,6 +47,9 @@ final class Sql {
     final SqlStatement enqueue;
     final SqlStatement enqueueInTransaction;
     final SqlStatement enqueueNotifying;
+    final SqlStatement enqueueTraced;
+    final SqlStatement enqueueInTransactionTraced;
+    final SqlStatement enqueueNotifyingTraced;
     final SqlStatement claimDue;
     final SqlStatement claimFromCursors;
     final SqlStatement completeKeys;
@@ -72,6 +76,9 @@ final class Sql {
         this.enqueue = render(tablePrefix, "enqueue");
         this.enqueueInTransaction = render(tablePrefix, "enqueueInTransaction");
         this.enqueueNotifying = render(tablePrefix, "enqueueNotifying");
+        this.enqueueTraced = render(tablePrefix, "enqueueTraced");
+        this.enqueueInTransactionTraced = render(tablePrefix, "enqueueInTransactionTraced");
+        this.enqueueNotifyingTraced = render(tablePrefix, "enqueueNotifyingTraced");
         this.claimDue = render(tablePrefix, "claimDue");
         this.claimFromCursors = render(tablePrefix, "claimFromCursors");
         this.completeKeys = render(tablePrefix, "completeKeys" + deleting);
@@ -104,6 +111,7 @@ final class Sql {
         constants.put("prior_lease_none", Integer.toString(PRIOR_LEASE_NONE));
         constants.put("prior_lease_lapsed", Integer.toString(PRIOR_LEASE_LAPSED));
         constants.put("prior_lease_handed_back", Integer.toString(PRIOR_LEASE_HANDED_BACK));
+        constants.put("max_trace_contexts", Integer.toString(WorkQueueConfig.MAX_TRACE_CONTEXTS));
         return constants;
     }
 

@@ -57,8 +57,16 @@ final class Upkeep {
 
     /** The stats read, in a transaction of its own (see {@link StatsRead}); feeds the gauges. */
     Mono<Stats> stats() {
-        return Mono.defer(() -> StatsRead.of(database, sql.stats, config.name(), config.maxAttempts())
-                .doOnNext(metrics::observed));
+        return reading().map(StatsRead.Reading::stats);
+    }
+
+    /** The stats read with the longest live lease; feeds the gauges. */
+    private Mono<StatsRead.Reading> reading() {
+        return Mono.defer(() -> StatsRead.reading(database, sql.stats, config.name(), config.maxAttempts())
+                .doOnNext(reading -> {
+                    metrics.observed(reading.stats());
+                    metrics.longestLease(reading.longestLease());
+                }));
     }
 
     /**
@@ -78,21 +86,23 @@ final class Upkeep {
 
     /** The keeper's round: reap, read, publish. */
     private Mono<Housekeeping> keepHouse(Duration lease, Supplier<Mono<Long>> reapAll) {
-        return reapAll.get().flatMap(reaped -> stats().flatMap(stats -> horizon().flatMap(horizon ->
+        return reapAll.get().flatMap(reaped -> reading().flatMap(reading -> horizon().flatMap(horizon ->
                 database.inConnection(connection -> Database.rowsUpdated(sql.publishReading.on(connection)
                         .bind("queue", config.name())
                         .bind("keeper", keeperName)
-                        .bind("pending", stats.pending())
-                        .bind("ready", stats.ready())
-                        .bind("leased", stats.leased())
-                        .bind("stalled", stats.stalled())
-                        .bind("completed", stats.completed())
-                        .bind("completed_capped", stats.completedCapped())
-                        .bind("oldest_ready", Durations.micros(stats.oldestReadyAge()))
+                        .bind("pending", reading.stats().pending())
+                        .bind("ready", reading.stats().ready())
+                        .bind("leased", reading.stats().leased())
+                        .bind("stalled", reading.stats().stalled())
+                        .bind("completed", reading.stats().completed())
+                        .bind("completed_capped", reading.stats().completedCapped())
+                        .bind("oldest_ready", Durations.micros(reading.stats().oldestReadyAge()))
                         .bind("horizon", Durations.micros(horizon.oldestTransactionAge()))
                         .bind("horizon_pid", horizon.holderPid())
-                        .bind("slot_xmin_age", horizon.replicationSlotXminAge())))
-                        .thenReturn(Housekeeping.of(true, keeperName, reaped, stats, horizon, Duration.ZERO, lease)))));
+                        .bind("slot_xmin_age", horizon.replicationSlotXminAge())
+                        .bind("longest_lease", Durations.micros(reading.longestLease()))))
+                        .thenReturn(Housekeeping.of(true, keeperName, reaped, reading.stats(), horizon, Duration.ZERO,
+                                lease)))));
     }
 
     /** Another instance keeps the house: report its reading, gauges included, without the WARN. */
@@ -102,6 +112,9 @@ final class Upkeep {
         }
         if (row.horizon() != null) {
             metrics.observed(row.horizon());
+        }
+        if (row.longestLease() != null) {
+            metrics.longestLease(row.longestLease());
         }
         return Housekeeping.of(false, row.keeper(), 0, row.stats(), row.horizon(), row.readingAge(), row.keeperLeaseLeft());
     }

@@ -12,6 +12,8 @@ import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -94,6 +96,61 @@ class SchemaUpgradeIT {
         String key = claimed.get(0).key();
         queue.enqueueKeys(key).block(WAIT);
         assertEquals(0L, queue.complete(key).block(WAIT), "enqueued during its lease: it runs again");
+    }
+
+    /** The columns of version {@code v}, in a fixed order: what an upgrade from it must keep. */
+    private static String rowAt(int v) {
+        return "(queue_name, item_key, priority, attempts, enqueued_at, available_at, lease_until, completed_at,"
+                + " last_error" + (v >= 2 ? ", requested_at" : "") + (v >= 4 ? ", claimed_at" : "") + ")::text";
+    }
+
+    @ParameterizedTest(name = "from version {0}")
+    @ValueSource(ints = {1, 2, 3, 4})
+    void aTableOfEveryEarlierVersionFullOfItemsInEveryStateIsUpgradedKeepingThemAll(int from) {
+        String prefix = TestDatabase.uniquePrefix();
+        for (int v = 1; v <= from; v++) {
+            TestDatabase.execute(WorkQueueMigrations.versionedScript(v, prefix));
+        }
+        String table = WorkQueueMigrations.tableName(prefix);
+        assertEquals(from == 1 ? 1 : from, version(prefix));
+        // Every state: pending due, delayed, leased, lapsed, handed back, completed, failed with a
+        // last error; and, where the version has them, re-requested during a lease and claimed at.
+        TestDatabase.execute("INSERT INTO " + table + " (queue_name, item_key, priority, attempts, available_at,"
+                + " lease_until, completed_at, last_error" + (from >= 2 ? ", requested_at" : "")
+                + (from >= 4 ? ", claimed_at" : "") + ")"
+                + " SELECT 'q' || (i % 2), 'k' || i, i % 3, i % 4,"
+                + "     now() + CASE WHEN i % 5 = 0 THEN INTERVAL '1 hour' ELSE -(i * INTERVAL '1 second') END,"
+                + "     CASE i % 7 WHEN 0 THEN now() + INTERVAL '1 minute' WHEN 1 THEN now() - INTERVAL '1 minute'"
+                + "         WHEN 2 THEN '-infinity' ELSE 'epoch' END,"
+                + "     CASE WHEN i % 6 = 0 THEN now() - i * INTERVAL '1 minute' END,"
+                + "     CASE WHEN i % 4 = 3 THEN 'boom ' || i END"
+                + (from >= 2 ? ", CASE WHEN i % 7 = 0 AND i % 3 = 0 THEN now() END" : "")
+                + (from >= 4 ? ", CASE WHEN i % 7 IN (0, 1) THEN now() - INTERVAL '2 minutes' END" : "")
+                + " FROM generate_series(1, 1000) AS i");
+        List<String> before = TestDatabase.queryStrings("SELECT " + rowAt(from) + " FROM " + table
+                + " ORDER BY queue_name, item_key");
+        assertEquals(1000, before.size());
+
+        WorkQueueMigrations.apply(TestDatabase.pool(), prefix).block(WAIT);
+
+        assertEquals(WorkQueueMigrations.SCHEMA_VERSION, version(prefix));
+        assertEquals(before, TestDatabase.queryStrings("SELECT " + rowAt(from) + " FROM " + table
+                + " ORDER BY queue_name, item_key"), "every item kept, every column as it was");
+        assertEquals(0, TestDatabase.queryLong("SELECT count(*) FROM " + table + " WHERE trace_contexts IS NOT NULL"),
+                "no item gains a trace context by the upgrade");
+        assertEquals(shape(TestDatabase.createTable()), shape(prefix), "the table this release creates");
+
+        // A queue storing trace contexts serves it: the upgraded items claim and complete as before.
+        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(TestDatabase.pool(), String.class)
+                .config(WorkQueueConfig.builder("q1").tablePrefix(prefix).storeTraceContexts(true).build())
+                .build();
+        long due = TestDatabase.queryLong("SELECT count(*) FROM " + table + " WHERE queue_name = 'q1'"
+                + " AND completed_at IS NULL AND lease_until <= now() AND available_at <= now()");
+        List<Item<String>> claimed = queue.claim(1000, Duration.ofMinutes(5)).block(WAIT);
+        assertEquals(due, claimed.size());
+        assertTrue(claimed.stream().allMatch(item -> item.traceContexts().isEmpty()));
+        assertEquals(due, queue.complete(claimed.stream().map(Item::key).toList()).block(WAIT),
+                "every claimed item completes");
     }
 
     @Test

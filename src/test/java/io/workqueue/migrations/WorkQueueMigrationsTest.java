@@ -42,16 +42,20 @@ class WorkQueueMigrationsTest {
     }
 
     @Test
-    void statementsAreTheSixExecutableStatementsWithoutComments() {
+    void statementsAreTheTenExecutableStatementsWithoutComments() {
         List<String> statements = WorkQueueMigrations.statements("ddb");
-        assertEquals(6, statements.size(), statements::toString);
+        assertEquals(10, statements.size(), statements::toString);
         assertTrue(statements.get(0).startsWith("CREATE TABLE IF NOT EXISTS ddb_work_queue_items ("), statements.get(0));
         assertTrue(statements.get(1).startsWith("CREATE INDEX IF NOT EXISTS ddb_work_queue_items_due_idx"), statements.get(1));
         assertTrue(statements.get(2).startsWith("CREATE INDEX IF NOT EXISTS ddb_work_queue_items_reap_idx"), statements.get(2));
         assertEquals("ALTER TABLE ddb_work_queue_items ADD COLUMN IF NOT EXISTS requested_at TIMESTAMPTZ", statements.get(3));
         assertTrue(statements.get(4).startsWith("CREATE TABLE IF NOT EXISTS ddb_work_queue_queues ("), statements.get(4));
+        assertEquals("ALTER TABLE ddb_work_queue_items ADD COLUMN IF NOT EXISTS claimed_at TIMESTAMPTZ", statements.get(5));
+        assertEquals("ALTER TABLE ddb_work_queue_queues ADD COLUMN IF NOT EXISTS paused_at TIMESTAMPTZ", statements.get(6));
+        assertEquals("ALTER TABLE ddb_work_queue_items ADD COLUMN IF NOT EXISTS trace_contexts TEXT[]", statements.get(7));
+        assertEquals("ALTER TABLE ddb_work_queue_queues ADD COLUMN IF NOT EXISTS longest_lease_us BIGINT", statements.get(8));
         assertEquals("COMMENT ON TABLE ddb_work_queue_items IS 'reactive-workqueue schema "
-                + WorkQueueMigrations.SCHEMA_VERSION + "'", statements.get(5));
+                + WorkQueueMigrations.SCHEMA_VERSION + "'", statements.get(9));
         for (String statement : statements) {
             assertFalse(statement.contains("--"), statement);
             assertFalse(statement.contains(";"), "one statement each, no terminator: " + statement);
@@ -75,6 +79,7 @@ class WorkQueueMigrationsTest {
         for (String statement : WorkQueueMigrations.statements("")) {
             assertTrue(statement.startsWith("CREATE TABLE IF NOT EXISTS ") || statement.startsWith("CREATE INDEX IF NOT EXISTS ")
                             || statement.startsWith("ALTER TABLE work_queue_items ADD COLUMN IF NOT EXISTS ")
+                            || statement.startsWith("ALTER TABLE work_queue_queues ADD COLUMN IF NOT EXISTS ")
                             || statement.startsWith("COMMENT ON TABLE "),
                     statement);
         }

@@ -42,11 +42,18 @@ class SqlExplainIT {
         String[] keys = {"a", "b"};
         Integer[] bands = {5, 0};
         Long[] cursors = {ClaimCursors.HEAD, 1_700_000_000_000_000L};
+        String[] traces = {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", null};
         return Map.ofEntries(
                 Map.entry("enqueue", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L}}),
                 Map.entry("enqueueInTransaction", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L}}),
                 Map.entry("enqueueNotifying", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L},
                         "chan"}),
+                Map.entry("enqueueTraced", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L},
+                        traces}),
+                Map.entry("enqueueInTransactionTraced", new Object[] {"q", keys, new Integer[] {1, 2},
+                        new Long[] {0L, 1_000L}, traces}),
+                Map.entry("enqueueNotifyingTraced", new Object[] {"q", keys, new Integer[] {1, 2},
+                        new Long[] {0L, 1_000L}, traces, "chan"}),
                 Map.entry("claimDue", new Object[] {"q", 0, 10, 30_000_000L}),
                 Map.entry("claimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, bands, cursors}),
                 Map.entry("completeAndClaim", new Object[] {"q", 0, 10, 30_000_000L, keys}),
@@ -62,7 +69,7 @@ class SqlExplainIT {
                 Map.entry("readyLongerThan", new Object[] {"q", 3, 1_000_000L}),
                 Map.entry("keepHouse", new Object[] {"q", "host/1/ab", 45_000_000L}),
                 Map.entry("publishReading", new Object[] {"q", "host/1/ab", 5L, 4L, 1L, 0L, 10_000L, true, 1_000L,
-                        0L, 0, 0L}));
+                        0L, 0, 0L, 2_000_000L}));
     }
 
     private static String statement(String field) {

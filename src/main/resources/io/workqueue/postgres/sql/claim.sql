@@ -11,7 +11,8 @@
 -- row of parallel arrays, aligned but not sorted (keys, priorities, attempts, the kind of lease
 -- each row had before: {{prior_lease_none}} none, {{prior_lease_lapsed}} lapsed,
 -- {{prior_lease_handed_back}} handed back; all null when nothing was leased) plus how many items
--- the completing CTEs completed and re-armed (completed_count, rearmed_count). "due" is
+-- the completing CTEs completed and re-armed (completed_count, rearmed_count) and how long the
+-- completed ones had been held (completed_held). "due" is
 -- due_from_head or due_from_cursors. The LIMIT sits above the lock: SKIP LOCKED passes over rows
 -- other claimers hold and the scan carries on, so a claim gets a full batch while work remains.
 -- One row rather than a row per item: the driver's per-row path (a data row message through its
@@ -26,9 +27,11 @@
 leased AS (
     UPDATE {{table}} AS q
     SET lease_until = now() + :lease::bigint * INTERVAL '1 microsecond',
-        attempts = q.attempts + 1
+        attempts = q.attempts + 1,
+        -- With attempts, names this claim for extend and snooze: now_us below.
+        claimed_at = now()
     WHERE q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
-    RETURNING q.item_key, q.priority, q.attempts, q.available_at
+    RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
 -- rows in one sequence): the client puts them in claim order, cheaper there than
@@ -41,6 +44,14 @@ SELECT
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
     array_agg(CASE WHEN d.lease_until > 'epoch' THEN {{prior_lease_lapsed}} WHEN d.lease_until = {{handed_back}} THEN {{prior_lease_handed_back}}
         ELSE {{prior_lease_none}} END) AS prior_leases,
+    -- How long each item waited between becoming claimable (available, or its lease
+    -- lapsed, {{ready_since}}) and this claim, in microseconds: the lag.
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    -- The trace contexts of the enqueues each item answers, space-separated; null where
+    -- none were stored (WorkQueueConfig.storeTraceContexts).
+    array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
+    -- For each item the completion completed, the time since its claim, in microseconds.
+    {{completed_held}} AS completed_held_us,
     {{completed_count}} AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -92,6 +103,17 @@ due AS MATERIALIZED (
 
 0::bigint
 
+-- fragment: none_held
+-- The holding times of a claim that completes nothing.
+
+NULL::bigint[]
+
+-- fragment: done_held
+-- How long each item the completion completed had been held since its latest claim, in
+-- microseconds; items never claimed (enqueued and completed unclaimed) are left out.
+
+(SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL)
+
 -- fragment: skip_completed_keys
 -- After completing (:keys the keys, "done" the completing CTE): skip the keys being completed,
 -- since one statement sees one snapshot, in which they still look due; and gate the scan on
@@ -125,6 +147,7 @@ WITH {{completing}},
 -- use: due_read = due_from_head
 -- use: skip_completing = claim_alone
 -- use: completed_count = zero
+-- use: completed_held = none_held
 -- use: rearmed_count = zero
 -- A claim from the head of the due index, in exact claim order, for an instance that has no
 -- cursors to read from yet or too many bands for them.
@@ -135,6 +158,7 @@ WITH {{claim}}
 -- use: due_read = due_from_cursors
 -- use: skip_completing = claim_alone
 -- use: completed_count = zero
+-- use: completed_held = none_held
 -- use: rearmed_count = zero
 -- As claimDue, reading each band from its cursor.
 WITH {{claim}}
@@ -146,6 +170,7 @@ WITH {{claim}}
 -- use: due_read = due_from_head
 -- use: skip_completing = skip_completed_keys
 -- use: completed_count = done_count
+-- use: completed_held = done_held
 -- use: rearmed_count = rearmed_count
 -- Completes :keys as completeKeys does, then claims as claimDue does.
 {{complete_then_claim}}
@@ -157,6 +182,7 @@ WITH {{claim}}
 -- use: due_read = due_from_cursors
 -- use: skip_completing = skip_completed_keys
 -- use: completed_count = done_count
+-- use: completed_held = done_held
 -- use: rearmed_count = rearmed_count
 -- As completeAndClaim, reading bands from cursors as claimFromCursors does.
 {{complete_then_claim}}
@@ -168,6 +194,7 @@ WITH {{claim}}
 -- use: due_read = due_from_head
 -- use: skip_completing = skip_completed_keys
 -- use: completed_count = done_count
+-- use: completed_held = done_held
 -- use: rearmed_count = rearmed_count
 -- completeAndClaim for a queue that deletes on complete.
 {{complete_then_claim}}
@@ -179,6 +206,7 @@ WITH {{claim}}
 -- use: due_read = due_from_cursors
 -- use: skip_completing = skip_completed_keys
 -- use: completed_count = done_count
+-- use: completed_held = done_held
 -- use: rearmed_count = rearmed_count
 -- completeAndClaimFromCursors for a queue that deletes on complete.
 {{complete_then_claim}}

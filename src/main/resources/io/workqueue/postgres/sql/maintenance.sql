@@ -16,6 +16,7 @@
 -- param horizon bigint: microseconds
 -- param horizon_pid int
 -- param slot_xmin_age bigint
+-- param longest_lease bigint: microseconds
 -- param xids text[]: transactions the queue awaits
 -- param notify boolean: whether a write of the queue's own committed since its last notification
 
@@ -60,7 +61,12 @@ SELECT
     -- clock, in microseconds (0 when nothing is ready).
     COALESCE(
         (EXTRACT(EPOCH FROM now() - min({{ready_since}}) FILTER (WHERE {{due}})) * 1000000)::bigint,
-        0) AS oldest_ready_us
+        0) AS oldest_ready_us,
+    -- How long the longest-running live lease has run since its claim, on the database
+    -- clock, in microseconds (0 when nothing is leased, or no lease names its claim).
+    COALESCE(
+        (EXTRACT(EPOCH FROM now() - min(claimed_at) FILTER (WHERE {{leased}})) * 1000000)::bigint,
+        0) AS longest_lease_us
 FROM {{table}}
 WHERE queue_name = :queue::text AND completed_at IS NULL
 
@@ -100,8 +106,8 @@ SELECT EXISTS (
 -- Takes or renews the role of the queue's housekeeper for a lease, if it is free, lapsed or
 -- already this instance's. One row: "kept" (whether this instance now holds it), "keeper",
 -- "keeper_left_us" (how long the holder's lease runs on), and the holder's last reading
--- ("read_ago_us", the stats' columns, "horizon_us", "horizon_pid", "slot_xmin_age"; null before
--- the first).
+-- ("read_ago_us", the stats' columns, "horizon_us", "horizon_pid", "slot_xmin_age",
+-- "longest_lease_us"; null before the first).
 -- The housekeeper is chosen on the database, by its clock and one row's lock, so
 -- it holds through a transaction-mode pooler (no session state) and a holder that
 -- stops renewing loses the role when its lease ends, whatever became of it. Every
@@ -122,10 +128,11 @@ RETURNING
     (EXTRACT(EPOCH FROM k.keeper_until - now()) * 1000000)::bigint AS keeper_left_us,
     (EXTRACT(EPOCH FROM now() - k.read_at) * 1000000)::bigint AS read_ago_us,
     k.pending, k.ready, k.leased, k.stalled, k.completed, k.completed_capped, k.oldest_ready_us,
-    k.horizon_us, k.horizon_pid, k.slot_xmin_age
+    k.horizon_us, k.horizon_pid, k.slot_xmin_age,
+    k.longest_lease_us
 
 -- statement: publishReading
--- params: queue, keeper, pending, ready, leased, stalled, completed, completed_capped, oldest_ready, horizon, horizon_pid, slot_xmin_age
+-- params: queue, keeper, pending, ready, leased, stalled, completed, completed_capped, oldest_ready, horizon, horizon_pid, slot_xmin_age, longest_lease
 -- Records the keeper's reading, if it still holds the role.
 -- Only while this instance holds the role: a keeper that lost it while reading
 -- leaves its successor's reading alone.
@@ -133,7 +140,7 @@ UPDATE {{queues_table}}
 SET read_at = now(), pending = :pending::bigint, ready = :ready::bigint, leased = :leased::bigint,
     stalled = :stalled::bigint, completed = :completed::bigint, completed_capped = :completed_capped::boolean,
     oldest_ready_us = :oldest_ready::bigint, horizon_us = :horizon::bigint, horizon_pid = :horizon_pid::int,
-    slot_xmin_age = :slot_xmin_age::bigint
+    slot_xmin_age = :slot_xmin_age::bigint, longest_lease_us = :longest_lease::bigint
 WHERE queue_name = :queue::text AND keeper = :keeper::text
 
 -- statement: horizon

@@ -48,7 +48,7 @@ target AS MATERIALIZED (
 done AS (
     {{done}}
         AND target.requested_at IS NULL AND target.lease_until <> {{handed_back}}
-    RETURNING q.item_key
+    RETURNING q.item_key, q.claimed_at
 ),
 rearmed AS (
     {{rearm}}
@@ -90,8 +90,9 @@ RETURNING q.item_key
 -- use: which_rows = pending_rows
 -- use: done = mark_completed
 -- Marks the items completed. One row: "completed", the count, and "completed_keys", null when
--- every key named was completed, else the keys that were (empty when none was); and "rearmed",
--- how many it handed back instead because they were enqueued during their lease.
+-- every key named was completed, else the keys that were (empty when none was); "rearmed",
+-- how many it handed back instead because they were enqueued during their lease; and
+-- "completed_held_us", how long each completed item had been held since its claim.
 WITH {{completing}}
 {{completed_keys}}
 
@@ -113,7 +114,8 @@ WITH {{completing}}
 SELECT count(*) AS completed,
     CASE WHEN count(*) < cardinality(:keys::text[])
         THEN COALESCE(array_agg(item_key), '{}'::text[]) END AS completed_keys,
-    (SELECT count(*) FROM rearmed) AS rearmed
+    (SELECT count(*) FROM rearmed) AS rearmed,
+    {{done_held}} AS completed_held_us
 FROM done
 
 -- statement: releaseKeys

@@ -41,7 +41,8 @@ final class QueueSettings {
             new Setting<>("writeTimeout", (b, q) -> b.writeTimeout(q.getWriteTimeout())),
             new Setting<>("deleteOnComplete", (b, q) -> b.deleteOnComplete(q.isDeleteOnComplete())),
             new Setting<>("maxWriteBatch", (b, q) -> b.maxWriteBatch(q.getMaxWriteBatch())),
-            new Setting<>("horizonWarning", (b, q) -> b.horizonWarning(q.getHorizonWarning())));
+            new Setting<>("horizonWarning", (b, q) -> b.horizonWarning(q.getHorizonWarning())),
+            new Setting<>("storeTraceContexts", (b, q) -> b.storeTraceContexts(q.isStoreTraceContexts())));
 
     private static final List<Setting<WorkerOptions.Builder, Worker>> WORKER = List.of(
             new Setting<>("concurrency", (b, w) -> b.concurrency(w.getConcurrency())),

@@ -34,7 +34,9 @@ import tools.jackson.databind.json.JsonMapper;
  */
 @AutoConfiguration(afterName = {
         "org.springframework.boot.r2dbc.autoconfigure.R2dbcAutoConfiguration",
-        "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"})
+        "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+        "org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration",
+        "org.springframework.boot.micrometer.tracing.autoconfigure.MicrometerTracingAutoConfiguration"})
 @ConditionalOnClass({ReactiveWorkQueue.class, ConnectionFactory.class})
 @ConditionalOnBean(ConnectionFactory.class)
 @ConditionalOnProperty(prefix = WorkQueueProperties.PREFIX, name = "enabled", havingValue = "true", matchIfMissing = true)
@@ -98,6 +100,40 @@ public class WorkQueueAutoConfiguration {
         WorkQueueBuilderCustomizer workQueueMeterRegistryCustomizer(
                 ObjectProvider<io.micrometer.core.instrument.MeterRegistry> registry) {
             return (queueBean, builder) -> registry.ifUnique(builder::meterRegistry);
+        }
+    }
+
+    /**
+     * Hands the application's {@code ObservationRegistry} (Spring Boot makes one with Actuator) to
+     * every queue, when Micrometer's Observation API is present: its operations and its workers'
+     * handler runs are observed, as timers and, with tracing on, spans.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "io.micrometer.observation.ObservationRegistry")
+    static class Observations {
+        @Bean
+        WorkQueueBuilderCustomizer workQueueObservationRegistryCustomizer(
+                ObjectProvider<io.micrometer.observation.ObservationRegistry> registry) {
+            return (queueBean, builder) -> registry.ifUnique(builder::observationRegistry);
+        }
+    }
+
+    /**
+     * With Micrometer Tracing and a {@code Tracer}: the spans of the queues' observations, which
+     * record the trace context an enqueue stores and link a handler's span to it. Ordered ahead of
+     * Spring Boot's default tracing handler, which would make those spans without the links; it
+     * handles the queues' observations only.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "io.micrometer.tracing.Tracer")
+    static class Tracing {
+        @Bean
+        @ConditionalOnBean(io.micrometer.tracing.Tracer.class)
+        @ConditionalOnMissingBean
+        @org.springframework.core.annotation.Order(org.springframework.core.Ordered.HIGHEST_PRECEDENCE)
+        io.workqueue.observation.WorkQueueTracingObservationHandler workQueueTracingObservationHandler(
+                io.micrometer.tracing.Tracer tracer) {
+            return new io.workqueue.observation.WorkQueueTracingObservationHandler(tracer);
         }
     }
 }

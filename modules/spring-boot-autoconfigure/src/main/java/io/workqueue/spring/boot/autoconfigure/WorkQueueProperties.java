@@ -167,6 +167,12 @@ public class WorkQueueProperties implements Validator {
         /** Whether completing an item deletes its row at once instead of keeping it for retention. */
         private boolean deleteOnComplete = false;
 
+        /**
+         * Whether enqueues store the caller's trace context with the key, for the handler's span to
+         * link to (needs schema version 5 and Micrometer Tracing).
+         */
+        private boolean storeTraceContexts = false;
+
         /** The most keys one group-committed write carries; at least 1. */
         private int maxWriteBatch = 10_000;
 
@@ -298,6 +304,16 @@ public class WorkQueueProperties implements Validator {
         /** Sets {@link #getWriteTimeout()}. */
         public void setWriteTimeout(Duration writeTimeout) {
             this.writeTimeout = writeTimeout;
+        }
+
+        /** See {@link WorkQueueConfig#storeTraceContexts()}. */
+        public boolean isStoreTraceContexts() {
+            return storeTraceContexts;
+        }
+
+        /** Sets {@link #isStoreTraceContexts()}. */
+        public void setStoreTraceContexts(boolean storeTraceContexts) {
+            this.storeTraceContexts = storeTraceContexts;
         }
 
         /** See {@link WorkQueueConfig#deleteOnComplete()}. */

@@ -453,7 +453,8 @@ class WorkQueueAutoConfigurationTest {
 
     @Test
     void withoutMicrometerQueuesStillWork() {
-        runner.withClassLoader(new FilteredClassLoader(MeterRegistry.class))
+        runner.withClassLoader(new FilteredClassLoader(MeterRegistry.class,
+                        io.micrometer.observation.ObservationRegistry.class, io.micrometer.tracing.Tracer.class))
                 .withPropertyValues("workqueue.queues.tiles.key-type=java.lang.String")
                 .run(context -> {
                     assertThat(context).hasNotFailed();
