@@ -19,7 +19,7 @@
 # repository). Needs Java 17, Maven and psql; the peer needs Node and npm (skipped otherwise).
 # FLEET_JAVA_OPTS adds JVM options to the parent.
 set -euo pipefail
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
 export PEER_DB="${PEER_DB:-bench_fleet_graphile}"

@@ -10,7 +10,7 @@
 # database $BENCH_DATABASE (default "bench"; created if missing), whose queue tables it drops first.
 # Never run by `mvn verify`.
 set -euo pipefail
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
 database="${BENCH_DATABASE:-bench}"

@@ -8,7 +8,7 @@
 # Uses the local PostgreSQL ($PGHOST:$PGPORT, default 127.0.0.1:5432) and its database "bench", and
 # starts a PgBouncer for it on $PGBOUNCER_PORT (default 6434) with .ci/start-pgbouncer.
 set -euo pipefail
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
 export PGBOUNCER_PORT="${PGBOUNCER_PORT:-6434}"

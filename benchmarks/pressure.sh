@@ -23,7 +23,7 @@
 # PRESSURE_JAVA_OPTS adds JVM options (a profiler, say); BENCH_R2DBC_OPTIONS adds driver options to the
 # URL (e.g. preparedStatementCacheQueries=0).
 set -euo pipefail
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 version="${PRESSURE_VERSION:-$(ls /etc/postgresql | head -n 1)}"
 port="${PRESSURE_PORT:-5441}"

@@ -10,7 +10,7 @@
 # then runs io.workqueue.examples.bench.Bench. Needs Java 17, Maven, psql and pgbench; the peer
 # scenario needs Node and npm (it is skipped with a message otherwise). Never run by `mvn verify`.
 set -euo pipefail
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
 

@@ -12,7 +12,7 @@
 # database "bench", created if missing. The full run needs about 6 GB of disk while it runs; the
 # table is dropped at the end (--keep leaves it). Never run by `mvn verify`.
 set -euo pipefail
-repo="$(cd "$(dirname "$0")/../.." && pwd)"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
 

@@ -14,7 +14,7 @@
 # code 3 means "could not install or run the peer here" (the harness then reports it as skipped).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(cd "$here/../../../.." && pwd)"
+repo="$(cd "$here/../../.." && pwd)"
 export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
 db="${PEER_DB:-bench_graphile}"
 scratch="${SCRATCH:-$repo/benchmarks/target/peers/graphile-worker}"
