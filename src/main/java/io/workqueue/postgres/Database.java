@@ -62,12 +62,6 @@ public final class Database {
         return new Database(connectionFactory, timer, subject, tablePrefix, writeAttempts, onRetry);
     }
 
-    /** The runner of the migrations: no retries, no meter. */
-    public static Database forMigrations(ConnectionFactory connectionFactory, Scheduler timer, String tablePrefix) {
-        return new Database(connectionFactory, timer, "the schema of " + TableNames.table(tablePrefix), tablePrefix, 1,
-                () -> {});
-    }
-
     /**
      * Fails unless {@code connectionFactory} reports PostgreSQL. Pools report the metadata of the
      * factory they wrap, so one check covers both.
