@@ -293,6 +293,7 @@ WITH due AS MATERIALIZED (
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) 
+        AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
     ORDER BY priority DESC, available_at, item_key
     LIMIT $3::int
     FOR UPDATE SKIP LOCKED
@@ -332,7 +333,10 @@ SELECT
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
-    0::bigint AS rearmed
+    0::bigint AS rearmed,
+    -- A paused queue's claim read nothing, so the cursors must not take it as having
+    -- read its bands to their end.
+    EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
 FROM leased AS l
 JOIN due AS d ON d.item_key = l.item_key;
 
@@ -359,6 +363,7 @@ due AS MATERIALIZED (
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) 
+            AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
         ORDER BY available_at, item_key
         LIMIT $3::int
         FOR UPDATE SKIP LOCKED
@@ -400,7 +405,10 @@ SELECT
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
-    0::bigint AS rearmed
+    0::bigint AS rearmed,
+    -- A paused queue's claim read nothing, so the cursors must not take it as having
+    -- read its bands to their end.
+    EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
 FROM leased AS l
 JOIN due AS d ON d.item_key = l.item_key;
 
@@ -447,6 +455,7 @@ due AS MATERIALIZED (
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
+        AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
     ORDER BY priority DESC, available_at, item_key
     LIMIT $3::int
     FOR UPDATE SKIP LOCKED
@@ -486,7 +495,10 @@ SELECT
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
-    (SELECT count(*) FROM rearmed) AS rearmed
+    (SELECT count(*) FROM rearmed) AS rearmed,
+    -- A paused queue's claim read nothing, so the cursors must not take it as having
+    -- read its bands to their end.
+    EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
 FROM leased AS l
 JOIN due AS d ON d.item_key = l.item_key;
 
@@ -543,6 +555,7 @@ due AS MATERIALIZED (
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
+            AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
         ORDER BY available_at, item_key
         LIMIT $3::int
         FOR UPDATE SKIP LOCKED
@@ -584,7 +597,10 @@ SELECT
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
-    (SELECT count(*) FROM rearmed) AS rearmed
+    (SELECT count(*) FROM rearmed) AS rearmed,
+    -- A paused queue's claim read nothing, so the cursors must not take it as having
+    -- read its bands to their end.
+    EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
 FROM leased AS l
 JOIN due AS d ON d.item_key = l.item_key;
 
@@ -630,6 +646,7 @@ due AS MATERIALIZED (
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
+        AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
     ORDER BY priority DESC, available_at, item_key
     LIMIT $3::int
     FOR UPDATE SKIP LOCKED
@@ -669,7 +686,10 @@ SELECT
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
-    (SELECT count(*) FROM rearmed) AS rearmed
+    (SELECT count(*) FROM rearmed) AS rearmed,
+    -- A paused queue's claim read nothing, so the cursors must not take it as having
+    -- read its bands to their end.
+    EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
 FROM leased AS l
 JOIN due AS d ON d.item_key = l.item_key;
 
@@ -725,6 +745,7 @@ due AS MATERIALIZED (
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
+            AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
         ORDER BY available_at, item_key
         LIMIT $3::int
         FOR UPDATE SKIP LOCKED
@@ -766,7 +787,10 @@ SELECT
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
-    (SELECT count(*) FROM rearmed) AS rearmed
+    (SELECT count(*) FROM rearmed) AS rearmed,
+    -- A paused queue's claim read nothing, so the cursors must not take it as having
+    -- read its bands to their end.
+    EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
 FROM leased AS l
 JOIN due AS d ON d.item_key = l.item_key;
 
@@ -958,6 +982,62 @@ USING target
 WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
 RETURNING q.item_key;
 
+-- extendKeys
+--   $1 queue text: the logical queue's name
+--   $2 keys text[]: the stored keys, distinct
+--   $3 attempts int[]: the attempts the claim gave each key
+--   $4 claimed_us bigint[]: when each key's claim leased it (its claimed_at), microseconds since the epoch
+--   $5 leases bigint[]: each key's new lease, in microseconds from now
+-- Extends the leases the callers still hold, each to now() plus its $5 entry, on the database
+-- clock; a lease that lapsed, or a row claimed since, is left alone. Returns the keys extended.
+WITH target AS MATERIALIZED (
+    SELECT queue_name, item_key, requested_at, lease_until
+    FROM work_queue_items
+    WHERE queue_name = $1::text AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    ORDER BY item_key
+    FOR UPDATE
+)
+UPDATE work_queue_items AS q
+SET lease_until = now() + mine.lease * INTERVAL '1 microsecond'
+FROM target
+JOIN unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[])
+    AS mine(item_key, attempts, claimed_us, lease) ON mine.item_key = target.item_key
+WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+    AND q.attempts = mine.attempts
+    AND q.claimed_at = 'epoch'::timestamptz + mine.claimed_us * INTERVAL '1 microsecond'
+    AND q.lease_until > now()
+RETURNING q.item_key;
+
+-- snoozeKeys
+--   $1 queue text: the logical queue's name
+--   $2 keys text[]: the stored keys, distinct
+--   $3 attempts int[]: the attempts the claim gave each key
+--   $4 claimed_us bigint[]: when each key's claim leased it (its claimed_at), microseconds since the epoch
+--   $5 delay bigint: microseconds until available (negative means now)
+-- Hands back leases the caller still holds without counting the attempt: not ready rather than
+-- failed. The lease is dropped, the item due after $5, its last error kept; an enqueue during
+-- the lease is absorbed, as a release absorbs it. Returns the keys snoozed.
+WITH target AS MATERIALIZED (
+    SELECT queue_name, item_key, requested_at, lease_until
+    FROM work_queue_items
+    WHERE queue_name = $1::text AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    ORDER BY item_key
+    FOR UPDATE
+)
+UPDATE work_queue_items AS q
+SET lease_until = 'epoch',
+    available_at = now() + GREATEST($5::bigint, 0) * INTERVAL '1 microsecond',
+    attempts = q.attempts - 1,
+    requested_at = NULL
+FROM target
+JOIN unnest($2::text[], $3::int[], $4::bigint[])
+    AS mine(item_key, attempts, claimed_us) ON mine.item_key = target.item_key
+WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+    AND q.attempts = mine.attempts
+    AND q.claimed_at = 'epoch'::timestamptz + mine.claimed_us * INTERVAL '1 microsecond'
+    AND q.lease_until > now()
+RETURNING q.item_key;
+
 -- reapCompleted
 --   $1 queue text: the logical queue's name
 --   $2 retention bigint: microseconds a completed item is kept
@@ -1013,7 +1093,8 @@ SELECT
     -- clock, in microseconds (0 when nothing is leased, or no lease names its claim).
     COALESCE(
         (EXTRACT(EPOCH FROM now() - min(claimed_at) FILTER (WHERE completed_at IS NULL AND lease_until > now())) * 1000000)::bigint,
-        0) AS longest_lease_us
+        0) AS longest_lease_us,
+    (SELECT (EXTRACT(EPOCH FROM paused_at) * 1000000)::bigint FROM work_queue_queues WHERE queue_name = $1::text) AS paused_us
 FROM work_queue_items
 WHERE queue_name = $1::text AND completed_at IS NULL;
 
@@ -1083,7 +1164,10 @@ RETURNING
     (EXTRACT(EPOCH FROM now() - k.read_at) * 1000000)::bigint AS read_ago_us,
     k.pending, k.ready, k.leased, k.stalled, k.completed, k.completed_capped, k.oldest_ready_us,
     k.horizon_us, k.horizon_pid, k.slot_xmin_age,
-    k.longest_lease_us;
+    k.longest_lease_us,
+    -- Whether the queue is paused now, not at the reading: every instance's gauges follow
+    -- a pause within one round.
+    (EXTRACT(EPOCH FROM k.paused_at) * 1000000)::bigint AS paused_us;
 
 -- publishReading
 --   $1 queue text: the logical queue's name
@@ -1684,4 +1768,23 @@ target AS MATERIALIZED (
 DELETE FROM work_queue_items AS q
 WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
     AND q.completed_at IS DISTINCT FROM NULL::timestamptz;
+
+-- admin.pause
+--   $1 queue text: the logical queue's name
+-- Pauses the queue fleet-wide: every claim leases nothing until it is resumed; enqueues still
+-- land. Pausing a paused queue keeps its first pause. A queue with no row yet gets one naming
+-- no keeper ('' until '-infinity'), which the next housekeeping round takes over. One row:
+-- "paused_us", when it was paused, microseconds since the epoch.
+INSERT INTO work_queue_queues AS k (queue_name, keeper, keeper_until, paused_at)
+VALUES ($1::text, '', '-infinity', now())
+ON CONFLICT (queue_name) DO UPDATE SET paused_at = COALESCE(k.paused_at, now())
+RETURNING (EXTRACT(EPOCH FROM k.paused_at) * 1000000)::bigint AS paused_us;
+
+-- admin.resume
+--   $1 queue text: the logical queue's name
+-- Resumes a paused queue; a row for each queue that was paused, none if it was not.
+UPDATE work_queue_queues
+SET paused_at = NULL
+WHERE queue_name = $1::text AND paused_at IS NOT NULL
+RETURNING queue_name;
 

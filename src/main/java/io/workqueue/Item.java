@@ -1,7 +1,10 @@
 package io.workqueue;
 
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -22,13 +25,16 @@ public final class Item<K> {
     private final int attempts;
     private final boolean reclaimed;
     private final List<String> traceContexts;
+    private final @Nullable Instant claimedAt;
 
-    private Item(K key, int priority, int attempts, boolean reclaimed, List<String> traceContexts) {
+    private Item(K key, int priority, int attempts, boolean reclaimed, List<String> traceContexts,
+            @Nullable Instant claimedAt) {
         this.key = Objects.requireNonNull(key, "key");
         this.priority = priority;
         this.attempts = attempts;
         this.reclaimed = reclaimed;
         this.traceContexts = traceContexts;
+        this.claimedAt = claimedAt;
     }
 
     /**
@@ -44,7 +50,7 @@ public final class Item<K> {
      * @throws NullPointerException if {@code key} is {@code null}
      */
     public static <K> Item<K> of(K key, int priority, int attempts, boolean reclaimed) {
-        return new Item<>(key, priority, attempts, reclaimed, List.of());
+        return new Item<>(key, priority, attempts, reclaimed, List.of(), null);
     }
 
     /**
@@ -57,7 +63,21 @@ public final class Item<K> {
      * @throws NullPointerException if {@code traceContexts} or one of them is {@code null}
      */
     public Item<K> withTraceContexts(List<String> traceContexts) {
-        return new Item<>(key, priority, attempts, reclaimed, List.copyOf(traceContexts));
+        return new Item<>(key, priority, attempts, reclaimed, List.copyOf(traceContexts), claimedAt);
+    }
+
+    /**
+     * This item stamped with the claim that leased it (see {@link #claimedAt()}); for the queue,
+     * and for tests and other implementations of {@link ReactiveWorkQueue}.
+     *
+     * @param claimedAt when the claim leased the item, on the database clock; truncated to
+     *                  microseconds, the database clock's resolution
+     * @return an item equal to this one, carrying the stamp
+     * @throws NullPointerException if {@code claimedAt} is {@code null}
+     */
+    public Item<K> withClaimedAt(Instant claimedAt) {
+        return new Item<>(key, priority, attempts, reclaimed, traceContexts,
+                Objects.requireNonNull(claimedAt, "claimedAt").truncatedTo(ChronoUnit.MICROS));
     }
 
     /**
@@ -115,6 +135,22 @@ public final class Item<K> {
      */
     public List<String> traceContexts() {
         return traceContexts;
+    }
+
+    /**
+     * When the claim that handed out this item leased it, on the database clock. With
+     * {@link #attempts()} it names that claim, which is how {@code extend} and {@code snooze} act
+     * only for the holder of an item's latest claim: a caller whose lease lapsed, and whose item
+     * another worker has claimed since, extends or snoozes nothing. The lease itself ran from this
+     * instant for the lease the claim asked for (or from the latest extension).
+     *
+     * <p>Not part of {@link #equals}, like {@link #traceContexts()}.
+     *
+     * @return the claim's instant; empty for an item made by {@link #of} without
+     *         {@link #withClaimedAt}, which {@code extend} and {@code snooze} refuse
+     */
+    public Optional<Instant> claimedAt() {
+        return Optional.ofNullable(claimedAt);
     }
 
     /**

@@ -9,6 +9,7 @@ import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
@@ -356,9 +357,14 @@ public interface ReactiveWorkQueue<K> {
      * {@link Error} (an {@code AssertionError}, a {@code StackOverflowError}), or returning
      * {@code null}. The item is released with the error as its last error and the slot freed. A
      * back-off function that throws or returns {@code null} is replaced for that item by
-     * {@link WorkerOptions#exponentialBackoff}; the item is still released. A handler still running
+     * {@link WorkerOptions#exponentialBackoff}; the item is still released. A handler failing with
+     * {@link SnoozeException} snoozes its item instead ({@link #snooze}: no attempt counted, no
+     * error recorded). A handler still running
      * when its lease ends is cancelled and its slot freed, without completing or releasing the item:
-     * its lease has lapsed and the item belongs to whoever reclaims it. Only a JVM-fatal error (out
+     * its lease has lapsed and the item belongs to whoever reclaims it. With
+     * {@link WorkerOptions#maxRunTime()} the worker keeps a running handler's lease alive instead
+     * ({@link #extend}, one statement for all the handlers due), cancels and releases a handler that
+     * outruns that maximum, and cancels one whose lease it finds taken over. Only a JVM-fatal error (out
      * of memory, an internal or linkage error, thread death) ends the stream, with that error.
      *
      * <p><b>Demand.</b> Emits each item once its completion has committed, on a driver thread.
@@ -543,6 +549,74 @@ public interface ReactiveWorkQueue<K> {
      */
     @SuppressWarnings("unchecked")
     Mono<Long> release(Duration delay, @Nullable Throwable cause, K... keys);
+
+    /**
+     * Extends leases the caller still holds: each item's lease becomes {@code lease} from now, on
+     * the database clock (longer or shorter than what is left of it). Only where the caller still
+     * holds the item: its latest claim is the one that handed out {@code items}' item (its
+     * {@link Item#attempts()} and {@link Item#claimedAt()} name that claim) and that lease has not
+     * lapsed. A straggler whose lease lapsed extends nothing, whether or not the item was claimed
+     * again since, so the new holder's lease is never touched; the straggler learns it from the
+     * keys missing from the result, and its work is no longer the item's. Failure recovery stays
+     * expiry: a holder that stops extending (because it died) leaves its items to lapse one lease
+     * after its last extension.
+     *
+     * <p>This is how a live handler says "still working" on long work without a long lease:
+     * {@link WorkerOptions.Builder#maxRunTime} makes {@link #process} do it for its handlers.
+     *
+     * <p>Group-committed like {@link #complete(Collection)}: concurrent extensions on this instance
+     * (the running handlers of every worker) share one lock-ordered statement, one in flight at a
+     * time. An item named twice with the same claim, here or by concurrent calls, is extended by
+     * the longer lease.
+     *
+     * <p>Cold: subscribing vets the items and submits them; the {@code Mono} emits, on a driver
+     * thread, the keys whose leases were extended, in the order given. Errors, each failing this
+     * call only with nothing written: {@code IllegalArgumentException} for a lease that is
+     * {@code null}, under one microsecond or over {@link #MAX_DURATION} (as {@link #claim}), an item that carries no claim (made by
+     * {@link Item#of} without {@link Item#withClaimedAt}), or a key named by two different claims;
+     * {@code NullPointerException} for a {@code null} collection or item;
+     * {@link InvalidKeyException} for a key the codec cannot store. The write's own failure fails
+     * every caller in its batch, after retryable conflicts were retried; {@link WriteTimeoutException}
+     * past {@link WorkQueueConfig#writeTimeout()} (the extension may have committed). Cancelling
+     * stops waiting, not the shared write: a lease is extended whole or not at all.
+     *
+     * <p>The default, for implementations that cannot extend, signals
+     * {@code UnsupportedOperationException}.
+     *
+     * @param lease the new lease, from now; at least one microsecond, at most {@link #MAX_DURATION}
+     * @param items items this caller claimed
+     * @return a cold {@code Mono} of the keys whose leases were extended
+     */
+    default Mono<Set<K>> extend(Duration lease, Collection<Item<K>> items) {
+        return Mono.error(new UnsupportedOperationException(getClass().getName() + " cannot extend leases"));
+    }
+
+    /**
+     * Hands items back without counting the attempt: for work that is not ready rather than failed
+     * (a rate-limited upstream, a dependency not there yet). Each item's lease is dropped and it is
+     * due again after {@code delay}; its attempts go back to what they were before the claim, its
+     * last error is kept, and an enqueue during the lease is absorbed (the item runs again anyway).
+     * Only where the caller still holds the item, as {@link #extend} decides it; a snoozed item is
+     * never reported as {@link Item#reclaimed()}. Within {@link #process}, a handler snoozes its
+     * item by failing with {@link SnoozeException}.
+     *
+     * <p>Cold: subscribing runs one lock-ordered statement (not group-committed); the {@code Mono}
+     * emits on a driver thread the keys snoozed, in the order given. Errors, failing this call
+     * only: {@code IllegalArgumentException} for a negative delay or one over {@link #MAX_DURATION}
+     * and for items as {@link #extend} refuses them; {@code NullPointerException} for {@code null}
+     * arguments; {@link InvalidKeyException}; the statement's own failure after retryable conflicts
+     * were retried. Cancelling mid-statement cancels it on the server, but it may have committed.
+     *
+     * <p>The default, for implementations that cannot snooze, signals
+     * {@code UnsupportedOperationException}.
+     *
+     * @param delay how long until the items are due again; zero or more
+     * @param items items this caller claimed
+     * @return a cold {@code Mono} of the keys snoozed
+     */
+    default Mono<Set<K>> snooze(Duration delay, Collection<Item<K>> items) {
+        return Mono.error(new UnsupportedOperationException(getClass().getName() + " cannot snooze items"));
+    }
 
     /**
      * Deletes items whether leased, pending or completed.

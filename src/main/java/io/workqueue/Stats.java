@@ -1,7 +1,9 @@
 package io.workqueue;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Objects;
+import java.util.Optional;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -36,9 +38,10 @@ public final class Stats {
     private final long completed;
     private final boolean completedCapped;
     private final Duration oldestReadyAge;
+    private final @Nullable Instant pausedAt;
 
     private Stats(long pending, long ready, long leased, long stalled, long completed, boolean completedCapped,
-            Duration oldestReadyAge) {
+            Duration oldestReadyAge, @Nullable Instant pausedAt) {
         this.pending = pending;
         this.ready = ready;
         this.leased = leased;
@@ -46,6 +49,7 @@ public final class Stats {
         this.completed = completed;
         this.completedCapped = completedCapped;
         this.oldestReadyAge = Objects.requireNonNull(oldestReadyAge, "oldestReadyAge");
+        this.pausedAt = pausedAt;
     }
 
     /**
@@ -64,7 +68,7 @@ public final class Stats {
      */
     public static Stats of(long pending, long ready, long leased, long stalled, long completed,
             Duration oldestReadyAge) {
-        return new Stats(pending, ready, leased, stalled, completed, false, oldestReadyAge);
+        return new Stats(pending, ready, leased, stalled, completed, false, oldestReadyAge, null);
     }
 
     /**
@@ -84,7 +88,41 @@ public final class Stats {
      */
     public static Stats of(long pending, long ready, long leased, long stalled, long completed,
             boolean completedCapped, Duration oldestReadyAge) {
-        return new Stats(pending, ready, leased, stalled, completed, completedCapped, oldestReadyAge);
+        return new Stats(pending, ready, leased, stalled, completed, completedCapped, oldestReadyAge, null);
+    }
+
+    /**
+     * This snapshot of a queue paused since {@code pausedAt}; for the queue, tests and other
+     * implementations of {@link ReactiveWorkQueue}.
+     *
+     * @param pausedAt when the queue was paused, on the database clock
+     * @return a snapshot with the same counts, paused
+     * @throws NullPointerException if {@code pausedAt} is {@code null}
+     */
+    public Stats withPausedAt(Instant pausedAt) {
+        return new Stats(pending, ready, leased, stalled, completed, completedCapped, oldestReadyAge,
+                Objects.requireNonNull(pausedAt, "pausedAt"));
+    }
+
+    /**
+     * When an operator paused the queue ({@link WorkQueueAdmin#pause}), if it is paused: claims on
+     * every instance then lease nothing, so {@link #ready()} items wait and
+     * {@link #oldestReadyAge()} grows by design, not because workers are missing. Health checks
+     * and alerts should read this first.
+     *
+     * @return the instant of the pause, on the database clock; empty while the queue runs
+     */
+    public Optional<Instant> pausedAt() {
+        return Optional.ofNullable(pausedAt);
+    }
+
+    /**
+     * Whether the queue is paused: {@code pausedAt().isPresent()}.
+     *
+     * @return {@code true} while an operator has the queue paused
+     */
+    public boolean paused() {
+        return pausedAt != null;
     }
 
     /**
@@ -171,7 +209,8 @@ public final class Stats {
                 && stalled == that.stalled
                 && completed == that.completed
                 && completedCapped == that.completedCapped
-                && oldestReadyAge.equals(that.oldestReadyAge);
+                && oldestReadyAge.equals(that.oldestReadyAge)
+                && Objects.equals(pausedAt, that.pausedAt);
     }
 
     /**
@@ -181,7 +220,7 @@ public final class Stats {
      */
     @Override
     public int hashCode() {
-        return Objects.hash(pending, ready, leased, stalled, completed, completedCapped, oldestReadyAge);
+        return Objects.hash(pending, ready, leased, stalled, completed, completedCapped, oldestReadyAge, pausedAt);
     }
 
     /**
@@ -192,6 +231,7 @@ public final class Stats {
     @Override
     public String toString() {
         return "Stats[pending=" + pending + ", ready=" + ready + ", leased=" + leased + ", stalled=" + stalled
-                + ", completed=" + completed + (completedCapped ? "+" : "") + ", oldestReadyAge=" + oldestReadyAge + "]";
+                + ", completed=" + completed + (completedCapped ? "+" : "") + ", oldestReadyAge=" + oldestReadyAge
+                + (pausedAt == null ? "" : ", pausedAt=" + pausedAt) + "]";
     }
 }

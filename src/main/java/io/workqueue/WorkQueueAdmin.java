@@ -1,6 +1,7 @@
 package io.workqueue;
 
 import io.r2dbc.spi.ConnectionFactory;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -231,6 +232,45 @@ public interface WorkQueueAdmin {
      * @return a cold {@code Mono} of how many items it deleted, 0 to {@code limit}
      */
     Mono<Long> purgeCompleted(String queue, int limit);
+
+    /**
+     * Pauses a logical queue for the whole fleet: from their next claim, claims on every instance
+     * lease nothing (a worker waiting for work notices within its poll), while enqueues still land,
+     * leases already held run on, and completes, releases and extensions still work. Stored in the
+     * database, so it survives restarts of every instance, until {@link #resume}. Pausing a paused
+     * queue keeps the first pause's instant. {@link Stats#pausedAt()} reports it, so a paused
+     * queue's growing {@link Stats#oldestReadyAge()} is not mistaken for missing workers.
+     *
+     * <p>Cold: each subscription runs one short statement (an upsert of the queue's row in the
+     * queues table, never touching an item); the {@code Mono} emits on a driver thread the instant
+     * of the pause on the database clock. Errors, at subscription: {@code NullPointerException}
+     * for a {@code null} queue, {@code IllegalArgumentException} for an empty one or one longer than
+     * {@link WorkQueueConfig#MAX_NAME_LENGTH}; then the statement's own failure. Cancelling stops
+     * waiting, but the pause may have committed.
+     *
+     * <p>The default, for admins that cannot pause, signals {@code UnsupportedOperationException}.
+     *
+     * @param queue the logical queue name, as stored; need not have items yet
+     * @return a cold {@code Mono} of when the queue was paused
+     */
+    default Mono<Instant> pause(String queue) {
+        return Mono.error(new UnsupportedOperationException(getClass().getName() + " cannot pause queues"));
+    }
+
+    /**
+     * Resumes a queue {@link #pause paused}: claims hand out its items again from their next
+     * claim; a worker waiting for work finds them within its poll. Cold, like {@link #pause}, with
+     * the same errors; emits whether the queue was paused.
+     *
+     * <p>The default, for admins that cannot pause, signals {@code UnsupportedOperationException}.
+     *
+     * @param queue the logical queue name, as stored
+     * @return a cold {@code Mono} of {@code true} if the queue was paused and now runs,
+     *         {@code false} if it was not paused
+     */
+    default Mono<Boolean> resume(String queue) {
+        return Mono.error(new UnsupportedOperationException(getClass().getName() + " cannot resume queues"));
+    }
 
     /**
      * Assembles a {@link WorkQueueAdmin}. Not thread-safe; {@link #build()} validates everything

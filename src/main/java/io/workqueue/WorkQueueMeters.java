@@ -36,6 +36,29 @@ public final class WorkQueueMeters {
     public static final String REQUEUED_DURING_LEASE = "workqueue.requeued.during.lease";
     /** Counter: items released. */
     public static final String RELEASED = "workqueue.released";
+    /**
+     * Counter: leases extended ({@code extend}, and {@code process} keeping long handlers alive
+     * under {@link WorkerOptions#maxRunTime()}).
+     */
+    public static final String EXTENSIONS = "workqueue.extensions";
+    /**
+     * Counter: leases an extension named that were no longer the caller's (lapsed, and perhaps
+     * claimed by another worker); under {@code process} each cancelled a handler whose result
+     * would have been waste.
+     */
+    public static final String EXTENSIONS_REFUSED = "workqueue.extensions.refused";
+    /** Counter: items snoozed, handed back without counting the attempt. */
+    public static final String SNOOZED = "workqueue.snoozed";
+    /**
+     * Gauge, updated by {@code stats()} and every housekeeping round: 1 while the queue is paused
+     * ({@link WorkQueueAdmin#pause}), else 0.
+     */
+    public static final String PAUSED = "workqueue.paused";
+    /**
+     * Gauge, in seconds: how long the queue has been paused, from the pause's instant (database
+     * clock, as of the last reading) to this JVM's clock now; 0 while it runs.
+     */
+    public static final String PAUSED_DURATION = "workqueue.paused.duration";
     /** Counter: items removed. */
     public static final String REMOVED = "workqueue.removed";
     /** Counter: completed items deleted by reap. */

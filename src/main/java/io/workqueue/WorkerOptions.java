@@ -41,6 +41,7 @@ public final class WorkerOptions {
     private final @Nullable Scheduler handlerScheduler;
     private final @Nullable Duration restartBackoff;
     private final Duration maxRestartBackoff;
+    private final @Nullable Duration maxRunTime;
 
     /** Validates the builder's values and caps the lease and poll; the only way an instance is made. */
     private WorkerOptions(Builder b) {
@@ -80,6 +81,7 @@ public final class WorkerOptions {
             this.restartBackoff = null;
             this.maxRestartBackoff = Duration.ZERO;
         }
+        this.maxRunTime = b.maxRunTime == null ? null : Durations.capped(requirePositive("maxRunTime", b.maxRunTime));
     }
 
     /**
@@ -109,6 +111,7 @@ public final class WorkerOptions {
         builder.handlerSchedulerSet = handlerScheduler != null;
         builder.restartBackoff = restartBackoff;
         builder.maxRestartBackoff = restartBackoff == null ? null : maxRestartBackoff;
+        builder.maxRunTime = maxRunTime;
         return builder;
     }
 
@@ -276,6 +279,30 @@ public final class WorkerOptions {
     }
 
     /**
+     * How long a handler may run while the worker keeps its lease alive. Off by default: a handler
+     * still running when its lease ends is cancelled, and its item lapses to whoever reclaims it.
+     *
+     * <p>With a maximum run time, the worker extends the lease of each handler still running once
+     * half of its lease has passed ({@link ReactiveWorkQueue#extend}, on the database clock, again
+     * and again; the extensions of all of a worker's running handlers due in one tick share one
+     * statement, and the queue's group commit merges them with other workers'), so long work runs
+     * under a short lease: if the process dies, its items lapse one lease after the last extension,
+     * not one long lease after the claim. A handler still running {@code maxRunTime} after its
+     * claim is cancelled and its item released with a {@link java.util.concurrent.TimeoutException}
+     * as its last error (the attempt counts; the back-off applies). If an extension finds the lease
+     * no longer the worker's (it lapsed, say through a long pause of this process, and another
+     * worker may have claimed the item), the handler is cancelled and whatever it finishes is
+     * discarded, counted by {@code workqueue.extensions.refused}. An extension that fails (the
+     * database unreachable) is tried again at the next tick; if none succeeds, the handler is
+     * cancelled when its lease ends, as without a maximum.
+     *
+     * @return the maximum run time, or empty for none (the default)
+     */
+    public Optional<Duration> maxRunTime() {
+        return Optional.ofNullable(maxRunTime);
+    }
+
+    /**
      * Whether {@code other} holds the same settings (the same back-off function instance).
      *
      * @param other any object, or {@code null}
@@ -291,7 +318,8 @@ public final class WorkerOptions {
                 && backoff.equals(that.backoff)
                 && handlerScheduler == that.handlerScheduler
                 && Objects.equals(restartBackoff, that.restartBackoff)
-                && maxRestartBackoff.equals(that.maxRestartBackoff);
+                && maxRestartBackoff.equals(that.maxRestartBackoff)
+                && Objects.equals(maxRunTime, that.maxRunTime);
     }
 
     /**
@@ -302,7 +330,7 @@ public final class WorkerOptions {
     @Override
     public int hashCode() {
         return Objects.hash(concurrency, lease, poll, claimBatch, backoff, System.identityHashCode(handlerScheduler),
-                restartBackoff, maxRestartBackoff);
+                restartBackoff, maxRestartBackoff, maxRunTime);
     }
 
     /**
@@ -315,7 +343,8 @@ public final class WorkerOptions {
         return "WorkerOptions[concurrency=" + concurrency + ", lease=" + lease + ", poll=" + poll
                 + ", claimBatch=" + claimBatch + ", backoff=" + backoff + ", handlerScheduler="
                 + (handlerScheduler == null ? "worker's own pool" : handlerScheduler) + ", restart="
-                + (restartBackoff == null ? "never" : restartBackoff + " to " + maxRestartBackoff) + "]";
+                + (restartBackoff == null ? "never" : restartBackoff + " to " + maxRestartBackoff) + ", maxRunTime="
+                + (maxRunTime == null ? "the lease" : maxRunTime) + "]";
     }
 
     private static Duration requirePositive(String field, @Nullable Duration value) {
@@ -339,6 +368,7 @@ public final class WorkerOptions {
         private boolean handlerSchedulerSet;
         private @Nullable Duration restartBackoff;
         private @Nullable Duration maxRestartBackoff;
+        private @Nullable Duration maxRunTime;
 
         private Builder() {}
 
@@ -428,6 +458,20 @@ public final class WorkerOptions {
         public Builder restartOnError(Duration first, Duration max) {
             this.restartBackoff = first;
             this.maxRestartBackoff = max;
+            return this;
+        }
+
+        /**
+         * Keeps running handlers' leases alive for up to {@code maxRunTime} after their claim: see
+         * {@link WorkerOptions#maxRunTime()}. Off by default.
+         *
+         * @param maxRunTime the longest a handler may run; positive (longer than
+         *                   {@link ReactiveWorkQueue#MAX_DURATION} is taken as {@code MAX_DURATION}),
+         *                   or {@code null} for none, the default
+         * @return this builder
+         */
+        public Builder maxRunTime(@Nullable Duration maxRunTime) {
+            this.maxRunTime = maxRunTime;
             return this;
         }
 

@@ -126,6 +126,20 @@ class WorkerOptionsTest {
     }
 
     @Test
+    void aMaximumRunTimeIsOffByDefaultPositiveWhenSetAndKeptByToBuilder() {
+        assertEquals(java.util.Optional.empty(), WorkerOptions.builder().build().maxRunTime());
+        for (Duration bad : List.of(Duration.ZERO, Duration.ofNanos(-1))) {
+            assertThrows(InvalidConfigException.class, () -> WorkerOptions.builder().maxRunTime(bad).build(),
+                    String.valueOf(bad));
+        }
+        WorkerOptions options = WorkerOptions.builder().maxRunTime(Duration.ofHours(2)).build();
+        assertEquals(Duration.ofHours(2), options.maxRunTime().orElseThrow());
+        assertEquals(options, options.toBuilder().build());
+        assertEquals(ReactiveWorkQueue.MAX_DURATION, WorkerOptions.builder().maxRunTime(Duration.ofSeconds(Long.MAX_VALUE))
+                .build().maxRunTime().orElseThrow(), "capped like every duration");
+    }
+
+    @Test
     void theLastValueGivenWins() {
         IntFunction<Duration> fixed = attempts -> Duration.ofSeconds(7);
         WorkerOptions options = WorkerOptions.builder().backoff(null).backoff(fixed).concurrency(0).concurrency(3).build();

@@ -10,6 +10,7 @@ import io.workqueue.Horizon;
 import io.workqueue.Stats;
 import io.workqueue.WorkQueueMeters;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.Objects;
@@ -29,6 +30,9 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     private final Counter completed;
     private final Counter requeuedDuringLease;
     private final Counter released;
+    private final Counter extensions;
+    private final Counter extensionsRefused;
+    private final Counter snoozed;
     private final Counter removed;
     private final Counter reaped;
     private final Counter writeRetries;
@@ -60,6 +64,15 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
         requeuedDuringLease = counter(registry, WorkQueueMeters.REQUEUED_DURING_LEASE,
                 "completions that re-armed an item enqueued again during its lease", tags);
         released = counter(registry, WorkQueueMeters.RELEASED, "items released", tags);
+        extensions = counter(registry, WorkQueueMeters.EXTENSIONS, "leases extended", tags);
+        extensionsRefused = counter(registry, WorkQueueMeters.EXTENSIONS_REFUSED,
+                "extensions of leases no longer the caller's", tags);
+        snoozed = counter(registry, WorkQueueMeters.SNOOZED, "items handed back without counting the attempt", tags);
+        gauge(registry, WorkQueueMeters.PAUSED, "1 while the queue is paused", null, tags, lastStats,
+                stats -> stats.paused() ? 1 : 0);
+        gauge(registry, WorkQueueMeters.PAUSED_DURATION, "how long the queue has been paused", "seconds", tags,
+                lastStats, stats -> stats.pausedAt()
+                        .map(at -> Math.max(0, Duration.between(at, Instant.now()).toNanos() / 1e9)).orElse(0.0));
         removed = counter(registry, WorkQueueMeters.REMOVED, "items removed", tags);
         reaped = counter(registry, WorkQueueMeters.REAPED, "completed items deleted", tags);
         writeRetries = counter(registry, WorkQueueMeters.WRITE_RETRIES, "writes retried on 40001/40P01", tags);
@@ -117,7 +130,8 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
      * A gauge reading {@code field} of the last reading in {@code last} (a {@code stats()} snapshot,
      * a {@code horizon()}); NaN until the first.
      */
-    private static <T> void gauge(MeterRegistry registry, String name, String description, String baseUnit, Tags tags,
+    private static <T> void gauge(MeterRegistry registry, String name, String description, @Nullable String baseUnit,
+            Tags tags,
             AtomicReference<T> last, ToDoubleFunction<T> field) {
         Gauge.builder(name, last, ref -> {
                     T reading = ref.get();
@@ -170,6 +184,17 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     @Override
     public void released(long count) {
         released.increment(count);
+    }
+
+    @Override
+    public void extended(long count, long refused) {
+        extensions.increment(count);
+        extensionsRefused.increment(refused);
+    }
+
+    @Override
+    public void snoozed(long count) {
+        snoozed.increment(count);
     }
 
     @Override

@@ -44,6 +44,12 @@ public interface QueueMetrics {
     /** {@code count} items released. */
     default void released(long count) {}
 
+    /** Leases extended, and those an extension named that were no longer the caller's. */
+    default void extended(long count, long refused) {}
+
+    /** Items handed back without counting the attempt. */
+    default void snoozed(long count) {}
+
     /** {@code count} items removed. */
     default void removed(long count) {}
 

@@ -2,6 +2,7 @@ package io.workqueue.internal;
 
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.SnoozeException;
 import io.workqueue.WorkerOptions;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -11,6 +12,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
@@ -60,7 +62,13 @@ import reactor.core.scheduler.Schedulers;
  * {@link Error}) or returns {@code null} fails its own item only; a back-off function that throws
  * or returns {@code null} is replaced by {@link WorkerOptions#exponentialBackoff}; a handler still
  * running when its lease ends is cancelled and its slot freed (the item has lapsed and belongs to
- * whoever reclaims it). Only JVM-fatal errors ({@link Throwables#isJvmFatal}) end the stream, with that error.
+ * whoever reclaims it). A handler failing with {@link SnoozeException} has its item snoozed.
+ *
+ * <p><b>Long handlers.</b> With {@link WorkerOptions#maxRunTime()}, a look every quarter lease
+ * extends, in one call, the leases of the running handlers past half their lease; an extended run
+ * has a lease end of its own, one lease after the extension's answer. A run whose extension is
+ * refused (its lease was no longer this worker's) is cancelled and its outcome ignored; a run
+ * reaching the maximum is cancelled and its item released. Only JVM-fatal errors ({@link Throwables#isJvmFatal}) end the stream, with that error.
  * Transient failures of a round (a lost connection, 40001/40P01, an acknowledgement that timed out,
  * a round with no answer within the lease; see {@link SqlStates#isTransient}) keep the
  * acknowledgements and back off; any other failure ends the stream, logged at ERROR, and what was
@@ -179,6 +187,12 @@ public final class Worker<K> {
         private int backoffFailures;
         /** A graceful stop was asked: claim nothing more, complete once everything has settled. */
         private boolean stopping;
+        /** The options' maximum run time: null when leases are not kept alive. */
+        private final @Nullable Duration maxRunTime = options.maxRunTime().orElse(null);
+        /** The next look for leases to extend, while handlers run and leases are kept alive. */
+        private @Nullable Disposable keeperTick;
+        /** An extension is in flight: the next waits for it, so one statement at a time per worker. */
+        private boolean extending;
 
         Loop(FluxSink<Item<K>> sink, Scheduler handlers) {
             super(queue.name(), sink, Backoff.MIN, Backoff.MAX, options.lease(), timer);
@@ -315,6 +329,9 @@ public final class Worker<K> {
         private void run(Item<K> item, Batch batch) {
             Run run = new Run(item, batch);
             running.add(run);
+            if (maxRunTime != null) {
+                keep(run, maxRunTime);
+            }
             batch.runs.add(run);
             batch.outstanding++;
             if (calls == null) {
@@ -393,12 +410,29 @@ public final class Worker<K> {
                 stop(error);
                 return;
             }
+            if (error instanceof SnoozeException snooze) {
+                handBack(run.item, "snoozing", queue.snooze(snooze.delay(), List.of(run.item)));
+            } else {
+                release(run.item, error);
+            }
+        }
+
+        /** Releases a failed item after its back-off, recording {@code error}. */
+        private void release(Item<K> item, Throwable error) {
+            handBack(item, "releasing", queue.release(retryDelay(item), error, List.of(item.key())));
+        }
+
+        /**
+         * Runs a write handing {@code item} back; its slot stays taken until the write ends, so a
+         * graceful stop completes only after it. A failure leaves the lease to lapse.
+         */
+        private void handBack(Item<K> item, String doing, Mono<?> write) {
             releasing++;
-            queue.release(retryDelay(run.item), error, List.of(run.item.key())).then().subscribe(
+            write.then().subscribe(
                     null,
-                    releaseError -> signal(() -> {
+                    writeError -> signal(() -> {
                         releasing--;
-                        log.warn("releasing {} on queue {} failed; its lease will lapse", run.item.key(), name, releaseError);
+                        log.warn("{} {} on queue {} failed; its lease will lapse", doing, item.key(), name, writeError);
                     }),
                     () -> signal(() -> releasing--));
         }
@@ -409,7 +443,125 @@ public final class Worker<K> {
                 return false;
             }
             run.batch.settled();
+            run.stopTimers();
             return true;
+        }
+
+        /**
+         * Ends a run its handler has not finished: frees its slot, cancels its publisher, and
+         * interrupts a call still blocking a pool thread, as subscribeOn does on cancellation (a
+         * thread held past the lease would leave a slot without one). Whatever the handler does
+         * afterwards is ignored. False if the run had already settled.
+         */
+        private boolean end(Run run) {
+            if (!running.remove(run)) {
+                return false;
+            }
+            run.batch.settled();
+            run.stopTimers();
+            run.dispose();
+            if (calls != null) {
+                calls.stop(run);
+            }
+            return true;
+        }
+
+        /** The run's lease ended with its handler still running: the item is left to lapse. */
+        private void outlived(Run run) {
+            if (running.contains(run)) {
+                log.warn("handler for {} on queue {} outlived its lease of {}; cancelled, the item is left to lapse",
+                        run.item.key(), name, options.lease());
+                end(run);
+            }
+        }
+
+        // ------------------------------------------------------------ long handlers (maxRunTime)
+
+        /**
+         * Starts keeping {@code run}'s lease alive: its lease ends (as this process sees it) one
+         * lease from now, when the claim's answer arrived; it is cancelled and released
+         * {@code maxRunTime} from now.
+         */
+        private void keep(Run run, Duration maxRunTime) {
+            long now = timer.now(TimeUnit.NANOSECONDS);
+            run.leaseEndsNanos = now + options.lease().toNanos();
+            run.overrun = Mono.delay(maxRunTime, timer).subscribe(ignored -> signal(() -> overran(run)));
+            if (keeperTick == null) {
+                scheduleKeeper();
+            }
+        }
+
+        /** The period of the look for leases to extend: a quarter lease, so each is extended in time. */
+        private void scheduleKeeper() {
+            Duration period = options.lease().dividedBy(4);
+            keeperTick = Mono.delay(period.compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : period, timer)
+                    .subscribe(ignored -> signal(this::keepLeases));
+        }
+
+        /**
+         * Extends, in one statement, the leases of every running handler past half its lease, and
+         * looks again a quarter lease later while handlers run.
+         */
+        private void keepLeases() {
+            keeperTick = null;
+            if (running.isEmpty()) {
+                return;
+            }
+            if (!extending) {
+                long now = timer.now(TimeUnit.NANOSECONDS);
+                long half = options.lease().toNanos() / 2;
+                List<Run> due = running.stream().filter(run -> run.leaseEndsNanos - now <= half).toList();
+                if (!due.isEmpty()) {
+                    extending = true;
+                    queue.extend(options.lease(), due.stream().map(run -> run.item).toList()).subscribe(
+                            extended -> signal(() -> extended(due, extended)),
+                            error -> signal(() -> {
+                                extending = false;
+                                log.warn("extending the leases of {} running handlers on queue {} failed; trying again"
+                                        + " at the next look, and each is cancelled if its lease ends first",
+                                        due.size(), name, error);
+                            }));
+                }
+            }
+            scheduleKeeper();
+        }
+
+        /**
+         * An extension answered: each extended run's lease now ends one lease from now; a run whose
+         * lease was not extended is no longer this worker's, so its handler is cancelled and what it
+         * would complete discarded (counted by the queue as a refused extension).
+         */
+        private void extended(List<Run> due, Set<K> extended) {
+            extending = false;
+            long now = timer.now(TimeUnit.NANOSECONDS);
+            for (Run run : due) {
+                if (!running.contains(run)) {
+                    continue;
+                }
+                if (extended.contains(run.item.key())) {
+                    run.leaseEndsNanos = now + options.lease().toNanos();
+                    if (run.leaseEnd != null) {
+                        run.leaseEnd.dispose();
+                    }
+                    run.leaseEnd = Mono.delay(options.lease(), timer).subscribe(ignored -> signal(() -> outlived(run)));
+                } else {
+                    log.warn("the lease of {} on queue {} was no longer this worker's when it asked to extend it"
+                            + " (it had lapsed; another worker may hold it now); the handler is cancelled and its"
+                            + " result discarded", run.item.key(), name);
+                    end(run);
+                }
+            }
+        }
+
+        /** The run reached the maximum run time: cancelled, its item released as a failure. */
+        private void overran(Run run) {
+            if (running.contains(run)) {
+                log.warn("handler for {} on queue {} ran longer than its maximum run time of {}; cancelled and"
+                        + " released", run.item.key(), name, maxRunTime);
+                end(run);
+                release(run.item, new TimeoutException("the handler ran longer than the worker's maxRunTime of "
+                        + maxRunTime));
+            }
         }
 
         /**
@@ -452,6 +604,12 @@ public final class Worker<K> {
             final Item<K> item;
             final Batch batch;
             private final AtomicReference<@Nullable Subscription> upstream = new AtomicReference<>();
+            /** With maxRunTime: when this process takes the lease to have ended, on the timer's clock. */
+            long leaseEndsNanos;
+            /** With maxRunTime: the run's own lease end once extended (the batch's no longer applies). */
+            @Nullable Disposable leaseEnd;
+            /** With maxRunTime: the end of the run's maximum run time. */
+            @Nullable Disposable overrun;
 
             Run(Item<K> item, Batch batch) {
                 this.item = item;
@@ -500,6 +658,16 @@ public final class Worker<K> {
             public boolean isDisposed() {
                 return upstream.get() == Operators.cancelledSubscription();
             }
+
+            /** Stops the run's own timers, if any; in the loop. */
+            void stopTimers() {
+                if (leaseEnd != null) {
+                    leaseEnd.dispose();
+                }
+                if (overrun != null) {
+                    overrun.dispose();
+                }
+            }
         }
 
         /** The handlers of one claim, which share a lease and so a deadline. */
@@ -525,18 +693,11 @@ public final class Worker<K> {
 
             private void expire() {
                 for (Run run : runs) {
-                    if (running.remove(run)) {
-                        log.warn("handler for {} on queue {} outlived its lease of {}; cancelled, the item is left to lapse",
-                                run.item.key(), name, options.lease());
-                        run.dispose();
-                        if (calls != null) {
-                            // Interrupts a call still blocking a pool thread, as subscribeOn does on
-                            // cancellation: a thread held past the lease leaves a slot without one.
-                            calls.stop(run);
-                        }
+                    // An extended run has a lease end of its own.
+                    if (run.leaseEnd == null) {
+                        outlived(run);
                     }
                 }
-                outstanding = 0;
             }
         }
     }

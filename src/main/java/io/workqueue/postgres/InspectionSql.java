@@ -23,6 +23,8 @@ final class InspectionSql {
     /** The queue's own remove, whose deleted keys the admin lists. */
     final SqlStatement removeKeys;
     final SqlStatement purgeCompleted;
+    final SqlStatement pause;
+    final SqlStatement resume;
 
     InspectionSql(String tablePrefix) {
         this.table = TableNames.table(tablePrefix);
@@ -37,5 +39,7 @@ final class InspectionSql {
         this.retryKeys = Sql.render(tablePrefix, "admin.retryKeys");
         this.removeKeys = Sql.render(tablePrefix, "removeKeys");
         this.purgeCompleted = Sql.render(tablePrefix, "admin.purgeCompleted");
+        this.pause = Sql.render(tablePrefix, "admin.pause");
+        this.resume = Sql.render(tablePrefix, "admin.resume");
     }
 }

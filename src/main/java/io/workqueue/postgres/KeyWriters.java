@@ -7,9 +7,14 @@ import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.base.Durations;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
 import java.util.function.UnaryOperator;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
@@ -17,7 +22,8 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * The queue's writers that wait for row locks: complete (group-committed), release, remove, and
+ * The queue's writers that wait for row locks: complete and extend (group-committed), release,
+ * snooze, remove, and
  * the hand-back of a claim nobody took. Every one takes its locks in primary-key order (writers.sql,
  * "lock_named"), so overlapping batches queue instead of deadlocking. Keys arrive encoded, vetted
  * and distinct. Thread-safe.
@@ -31,6 +37,7 @@ final class KeyWriters {
     private final Sql sql;
     private final QueueMetrics metrics;
     private final GroupCommit<String[], Long> completions;
+    private final GroupCommit<Held, Set<String>> extensions;
 
     KeyWriters(WorkQueueConfig config, Database database, Sql sql, QueueMetrics metrics, Scheduler timer) {
         this.config = config;
@@ -41,6 +48,99 @@ final class KeyWriters {
         this.completions = new GroupCommit<>(config.name(), "complete", this::completeMerged,
                 keys -> keys.length, config.maxWriteBatch(), config.writeTimeout(), timer,
                 GroupCommit.WriteListener.NONE);
+        this.extensions = new GroupCommit<>(config.name(), "extend", this::extendMerged,
+                held -> held.keys().length, config.maxWriteBatch(), config.writeTimeout(), timer,
+                GroupCommit.WriteListener.NONE);
+    }
+
+    /**
+     * Leases a caller holds, named by their claims: the keys as stored, and at the same positions
+     * the attempts and claimed_at (microseconds since the epoch) the claim gave each, with the
+     * lease to extend them by (microseconds) or the delay to snooze them for.
+     */
+    record Held(String[] keys, Integer[] attempts, Long[] claimedMicros, long micros) {}
+
+    /**
+     * Extends the leases the caller still holds to now() + {@code held.micros()}, group-committed
+     * with every other caller's extensions; emits the keys extended (those not among them were no
+     * longer the caller's).
+     */
+    Mono<Set<String>> extend(Held held) {
+        return held.keys().length == 0 ? Mono.just(Set.of()) : extensions.submit(held);
+    }
+
+    /**
+     * The extend group commit's write: one lock-ordered statement for every caller's leases, each
+     * with its own length. A lease two callers name with the same claim is extended by the longer.
+     */
+    private Mono<List<Set<String>>> extendMerged(List<Held> callers) {
+        Map<String, Integer> at = new HashMap<>();
+        List<String> keys = new ArrayList<>();
+        List<Integer> attempts = new ArrayList<>();
+        List<Long> claimed = new ArrayList<>();
+        List<Long> leases = new ArrayList<>();
+        int named = 0;
+        for (Held held : callers) {
+            named += held.keys().length;
+            for (int i = 0; i < held.keys().length; i++) {
+                String claim = held.keys()[i] + '\0' + held.attempts()[i] + '\0' + held.claimedMicros()[i];
+                Integer seen = at.putIfAbsent(claim, keys.size());
+                if (seen == null) {
+                    keys.add(held.keys()[i]);
+                    attempts.add(held.attempts()[i]);
+                    claimed.add(held.claimedMicros()[i]);
+                    leases.add(held.micros());
+                } else if (leases.get(seen) < held.micros()) {
+                    leases.set(seen, held.micros());
+                }
+            }
+        }
+        int asked = named;
+        return database.withRetries(database.inConnection(connection -> Flux.from(sql.extendKeys.on(connection)
+                                .bind("queue", config.name())
+                                .bind("keys", keys.toArray(String[]::new))
+                                .bind("attempts", attempts.toArray(Integer[]::new))
+                                .bind("claimed_us", claimed.toArray(Long[]::new))
+                                .bind("leases", leases.toArray(Long[]::new))
+                                .execute())
+                        .concatMap(result -> result.map((row, meta) -> row.get("item_key", String.class)))
+                        .collect(Collectors.toSet())))
+                .map(extended -> {
+                    List<Set<String>> perCaller = new ArrayList<>(callers.size());
+                    long credited = 0;
+                    for (Held held : callers) {
+                        Set<String> mine = new HashSet<>();
+                        for (String key : held.keys()) {
+                            if (extended.contains(key)) {
+                                mine.add(key);
+                            }
+                        }
+                        credited += mine.size();
+                        perCaller.add(mine);
+                    }
+                    metrics.extended(credited, asked - credited);
+                    return perCaller;
+                });
+    }
+
+    /**
+     * Hands back the leases the caller still holds without counting their attempts: dropped, due
+     * after {@code held.micros()}; emits the keys snoozed.
+     */
+    Mono<Set<String>> snooze(Held held) {
+        if (held.keys().length == 0) {
+            return Mono.just(Set.of());
+        }
+        return database.withRetries(database.inConnection(connection -> Flux.from(sql.snoozeKeys.on(connection)
+                                .bind("queue", config.name())
+                                .bind("keys", held.keys())
+                                .bind("attempts", held.attempts())
+                                .bind("claimed_us", held.claimedMicros())
+                                .bind("delay", held.micros())
+                                .execute())
+                        .concatMap(result -> result.map((row, meta) -> row.get("item_key", String.class)))
+                        .collect(Collectors.toSet())))
+                .doOnNext(snoozed -> metrics.snoozed(snoozed.size()));
     }
 
     /** Completes the keys, group-committed with every other caller's; emits how many it completed. */
@@ -102,7 +202,7 @@ final class KeyWriters {
 
     /** Flushes the completions waiting for the group commit. */
     Mono<Void> flush() {
-        return completions.flush();
+        return Mono.when(completions.flush(), extensions.flush());
     }
 
     /**

@@ -11,6 +11,8 @@ import io.workqueue.WorkerOptions;
 import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.Throwables;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -199,10 +201,14 @@ final class Leasing<K> {
                                     ClaimedRows rows = ClaimedRows.inClaimOrder(unorderedKeys,
                                             row.get("priorities", Integer[].class), row.get("attempts", Integer[].class),
                                             row.get("prior_leases", Integer[].class), row.get("available_us", Long[].class));
-                                    cursors.claimed(plan, batch, rows.priorities(), rows.availableMicros(),
-                                            longValue(row.get("now_us", Long.class)), System.nanoTime());
+                                    if (!Boolean.TRUE.equals(row.get("paused", Boolean.class))) {
+                                        cursors.claimed(plan, batch, rows.priorities(), rows.availableMicros(),
+                                                longValue(row.get("now_us", Long.class)), System.nanoTime());
+                                    }
+                                    long nowMicros = longValue(row.get("now_us", Long.class));
                                     return leased(rows, longValue(row.get("completed", Long.class)),
-                                            traceContexts(unorderedKeys, row.get("trace_contexts", String[].class)));
+                                            traceContexts(unorderedKeys, row.get("trace_contexts", String[].class)),
+                                            nowMicros);
                                 }))
                                 .single();
                     })
@@ -306,7 +312,8 @@ final class Leasing<K> {
      * Decodes the keys of the rows a claim leased, setting aside those the codec refuses; each
      * item carries the trace contexts stored with it.
      */
-    private Leased<K> leased(ClaimedRows rows, long completed, Map<String, List<String>> traceContexts) {
+    private Leased<K> leased(ClaimedRows rows, long completed, Map<String, List<String>> traceContexts,
+            long claimedMicros) {
         String[] keys = rows.keys();
         Integer[] priorities = rows.priorities();
         Integer[] attempts = rows.attempts();
@@ -318,6 +325,8 @@ final class Leasing<K> {
         List<String> storedKeys = new ArrayList<>(keys.length);
         List<Integer> priors = new ArrayList<>(keys.length);
         List<Undecodable> undecodable = List.of();
+        // The claim's now(), which it stored as each row's claimed_at: with attempts, the claim's name.
+        Instant claimedAt = Instant.EPOCH.plus(claimedMicros, ChronoUnit.MICROS);
         for (int i = 0; i < keys.length; i++) {
             K key;
             try {
@@ -333,7 +342,8 @@ final class Leasing<K> {
                 undecodable.add(new Undecodable(keys[i], attempts[i], e));
                 continue;
             }
-            Item<K> item = Item.of(key, priorities[i], attempts[i], priorLeases[i] == Sql.PRIOR_LEASE_LAPSED);
+            Item<K> item = Item.of(key, priorities[i], attempts[i], priorLeases[i] == Sql.PRIOR_LEASE_LAPSED)
+                    .withClaimedAt(claimedAt);
             List<String> traces = traceContexts.get(keys[i]);
             items.add(traces == null ? item : item.withTraceContexts(traces));
             storedKeys.add(keys[i]);

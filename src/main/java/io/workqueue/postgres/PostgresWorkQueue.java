@@ -23,11 +23,18 @@ import io.workqueue.internal.Worker;
 import io.workqueue.internal.WorkerRestarts;
 import io.workqueue.internal.base.Durations;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
@@ -312,6 +319,81 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     @SuppressWarnings("varargs") // the array is only read, through a list view
     public final Mono<Long> release(Duration delay, @Nullable Throwable cause, K... keys) {
         return release(delay, cause, listView(keys));
+    }
+
+    @Override
+    public Mono<Set<K>> extend(Duration lease, Collection<Item<K>> items) {
+        return Mono.defer(() -> {
+            Durations.requireLease(lease);
+            requireAtMostMax("lease", lease);
+            Held<K> held = held(items);
+            return writers.extend(new KeyWriters.Held(held.keys(), held.attempts(), held.claimedMicros(),
+                    Durations.micros(lease))).map(held::decoded);
+        });
+    }
+
+    @Override
+    public Mono<Set<K>> snooze(Duration delay, Collection<Item<K>> items) {
+        return Mono.defer(() -> {
+            Durations.requireNotNegative("delay", delay);
+            requireAtMostMax("delay", delay);
+            Held<K> held = held(items);
+            return writers.snooze(new KeyWriters.Held(held.keys(), held.attempts(), held.claimedMicros(),
+                    Durations.micros(delay))).map(held::decoded);
+        });
+    }
+
+    /** A duration past {@link #MAX_DURATION} is a mistake here, not a wish for "for ever". */
+    private static void requireAtMostMax(String name, Duration value) {
+        if (value.compareTo(MAX_DURATION) > 0) {
+            throw new IllegalArgumentException(name + " must be at most " + MAX_DURATION + " (100 years), got " + value);
+        }
+    }
+
+    /**
+     * The claims {@code items} carry, encoded: each key as stored, with the attempts and the
+     * claimed_at of the claim that handed it out; an item named twice counts once.
+     */
+    private Held<K> held(Collection<Item<K>> items) {
+        Objects.requireNonNull(items, "items");
+        Map<String, K> byStored = new LinkedHashMap<>();
+        Map<String, Item<K>> claims = new LinkedHashMap<>();
+        for (Item<K> item : items) {
+            Objects.requireNonNull(item, "item");
+            if (item.claimedAt().isEmpty()) {
+                throw new IllegalArgumentException("item " + item + " carries no claim (Item.claimedAt() is empty):"
+                        + " only items a claim handed out can be extended or snoozed");
+            }
+            String stored = KeyVetting.encode(codec, item.key());
+            Item<K> other = claims.putIfAbsent(stored, item);
+            if (other != null && !(other.attempts() == item.attempts() && other.claimedAt().equals(item.claimedAt()))) {
+                throw new IllegalArgumentException("key " + item.key() + " is named by two different claims");
+            }
+            byStored.put(stored, item.key());
+        }
+        String[] keys = byStored.keySet().toArray(String[]::new);
+        Integer[] attempts = new Integer[keys.length];
+        Long[] claimed = new Long[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            Item<K> item = Objects.requireNonNull(claims.get(keys[i]));
+            attempts[i] = item.attempts();
+            claimed[i] = ChronoUnit.MICROS.between(Instant.EPOCH, item.claimedAt().orElseThrow());
+        }
+        return new Held<>(keys, attempts, claimed, byStored);
+    }
+
+    /** Encoded claims, and the key each stored key stands for. */
+    private record Held<K>(String[] keys, Integer[] attempts, Long[] claimedMicros, Map<String, K> byStored) {
+        /** The caller's keys among {@code stored}, in the order the caller named them. */
+        Set<K> decoded(Set<String> stored) {
+            Set<K> keys = new LinkedHashSet<>();
+            byStored.forEach((key, decoded) -> {
+                if (stored.contains(key)) {
+                    keys.add(decoded);
+                }
+            });
+            return Collections.unmodifiableSet(keys);
+        }
     }
 
     @Override

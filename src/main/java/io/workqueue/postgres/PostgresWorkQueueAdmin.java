@@ -21,6 +21,8 @@ import io.workqueue.internal.base.CodePointOrder;
 import io.workqueue.internal.Throwables;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Collection;
@@ -322,6 +324,41 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
                     .concatMap(result -> result.getRowsUpdated())
                     .reduce(0L, Long::sum)));
         });
+    }
+
+    @Override
+    public Mono<Instant> pause(String queue) {
+        return Mono.defer(() -> {
+            requireQueueName(queue);
+            return database.withRetries(database.inConnection(connection -> Flux.from(sql.pause.on(connection)
+                            .bind("queue", queue)
+                            .execute())
+                    .concatMap(result -> result.map((row, meta) ->
+                            Instant.EPOCH.plus(longValue(row.get("paused_us", Long.class)), ChronoUnit.MICROS)))
+                    .single()));
+        });
+    }
+
+    @Override
+    public Mono<Boolean> resume(String queue) {
+        return Mono.defer(() -> {
+            requireQueueName(queue);
+            return database.withRetries(database.inConnection(connection -> Flux.from(sql.resume.on(connection)
+                            .bind("queue", queue)
+                            .execute())
+                    .concatMap(result -> result.getRowsUpdated())
+                    .reduce(0L, Long::sum)
+                    .map(resumed -> resumed > 0)));
+        });
+    }
+
+    /** A queue name an operator typed: what a queue could be called, else a clear error. */
+    private static void requireQueueName(String queue) {
+        Objects.requireNonNull(queue, "queue");
+        if (queue.isEmpty() || queue.length() > WorkQueueConfig.MAX_NAME_LENGTH) {
+            throw new IllegalArgumentException("queue must be 1 to " + WorkQueueConfig.MAX_NAME_LENGTH
+                    + " characters but was " + queue.length());
+        }
     }
 
     /** Runs a lock-ordered action whose rows are its {@code RETURNING item_key}, and sorts them in key order. */

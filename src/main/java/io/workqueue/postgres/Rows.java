@@ -4,6 +4,8 @@ import io.r2dbc.spi.Readable;
 import io.workqueue.Horizon;
 import io.workqueue.Stats;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import org.jspecify.annotations.Nullable;
 
 /** Reading the values the statements return: one home for how a row becomes a value type. */
@@ -21,7 +23,7 @@ final class Rows {
 
     /** The stats' columns of a row, under the names both the stats read and the keeper's reading use. */
     private static Stats stats(Readable row, long completed, boolean completedCapped) {
-        return Stats.of(
+        Stats stats = Stats.of(
                 longValue(row.get("pending", Long.class)),
                 longValue(row.get("ready", Long.class)),
                 longValue(row.get("leased", Long.class)),
@@ -29,6 +31,8 @@ final class Rows {
                 completed,
                 completedCapped,
                 ofMicros(longValue(row.get("oldest_ready_us", Long.class))));
+        Long pausedMicros = row.get("paused_us", Long.class);
+        return pausedMicros == null ? stats : stats.withPausedAt(Instant.EPOCH.plus(pausedMicros, ChronoUnit.MICROS));
     }
 
     /** The "longest_lease_us" column of a stats row or a keeper's reading; null where it is null. */

@@ -58,6 +58,8 @@ final class Sql {
     final SqlStatement lookBehindCursors;
     final SqlStatement releaseKeys;
     final SqlStatement handBackKeys;
+    final SqlStatement extendKeys;
+    final SqlStatement snoozeKeys;
     final SqlStatement removeKeys;
     final SqlStatement reapCompleted;
     final SqlStatement stats;
@@ -87,6 +89,8 @@ final class Sql {
         this.lookBehindCursors = render(tablePrefix, "lookBehindCursors");
         this.releaseKeys = render(tablePrefix, "releaseKeys");
         this.handBackKeys = render(tablePrefix, "handBackKeys");
+        this.extendKeys = render(tablePrefix, "extendKeys");
+        this.snoozeKeys = render(tablePrefix, "snoozeKeys");
         this.removeKeys = render(tablePrefix, "removeKeys");
         this.reapCompleted = render(tablePrefix, "reapCompleted");
         this.stats = render(tablePrefix, "stats");

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.r2dbc.spi.Connection;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueAdmin;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
@@ -130,6 +131,11 @@ class SchemaUpgradeIT {
         List<String> before = TestDatabase.queryStrings("SELECT " + rowAt(from) + " FROM " + table
                 + " ORDER BY queue_name, item_key");
         assertEquals(1000, before.size());
+        if (from >= 4) {
+            // Paused before the upgrade (schema 4 has the column): still paused after it.
+            TestDatabase.execute("INSERT INTO " + io.workqueue.internal.base.TableNames.queues(prefix)
+                    + " (queue_name, keeper, keeper_until, paused_at) VALUES ('q0', '', '-infinity', now())");
+        }
 
         WorkQueueMigrations.apply(TestDatabase.pool(), prefix).block(WAIT);
 
@@ -139,6 +145,18 @@ class SchemaUpgradeIT {
         assertEquals(0, TestDatabase.queryLong("SELECT count(*) FROM " + table + " WHERE trace_contexts IS NOT NULL"),
                 "no item gains a trace context by the upgrade");
         assertEquals(shape(TestDatabase.createTable()), shape(prefix), "the table this release creates");
+
+        // Queue q0 paused (before the upgrade, or now): it hands out nothing and says why.
+        WorkQueueAdmin admin = WorkQueueAdmin.builder(TestDatabase.pool()).tablePrefix(prefix).build();
+        if (from < 4) {
+            admin.pause("q0").block(WAIT);
+        }
+        ReactiveWorkQueue<String> paused = ReactiveWorkQueue.builder(TestDatabase.pool(), String.class)
+                .config(WorkQueueConfig.builder("q0").tablePrefix(prefix).build())
+                .build();
+        assertEquals(List.of(), paused.claim(1000, Duration.ofMinutes(5)).block(WAIT), "a paused queue leases nothing");
+        assertTrue(paused.stats().block(WAIT).paused());
+        assertTrue(paused.stats().block(WAIT).ready() > 0, "its due items are still counted as ready");
 
         // A queue storing trace contexts serves it: the upgraded items claim and complete as before.
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(TestDatabase.pool(), String.class)

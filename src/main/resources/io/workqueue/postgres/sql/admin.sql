@@ -225,3 +225,22 @@ target AS MATERIALIZED (
 DELETE FROM {{table}} AS q
 WHERE q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
     AND q.completed_at IS DISTINCT FROM NULL::timestamptz
+
+-- statement: admin.pause
+-- params: queue
+-- Pauses the queue fleet-wide: every claim leases nothing until it is resumed; enqueues still
+-- land. Pausing a paused queue keeps its first pause. A queue with no row yet gets one naming
+-- no keeper ('' until '-infinity'), which the next housekeeping round takes over. One row:
+-- "paused_us", when it was paused, microseconds since the epoch.
+INSERT INTO {{queues_table}} AS k (queue_name, keeper, keeper_until, paused_at)
+VALUES (:queue::text, '', '-infinity', now())
+ON CONFLICT (queue_name) DO UPDATE SET paused_at = COALESCE(k.paused_at, now())
+RETURNING (EXTRACT(EPOCH FROM k.paused_at) * 1000000)::bigint AS paused_us
+
+-- statement: admin.resume
+-- params: queue
+-- Resumes a paused queue; a row for each queue that was paused, none if it was not.
+UPDATE {{queues_table}}
+SET paused_at = NULL
+WHERE queue_name = :queue::text AND paused_at IS NOT NULL
+RETURNING queue_name

@@ -56,7 +56,10 @@ SELECT
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us,
-    {{rearmed_count}} AS rearmed
+    {{rearmed_count}} AS rearmed,
+    -- A paused queue's claim read nothing, so the cursors must not take it as having
+    -- read its bands to their end.
+    {{queue_paused}} AS paused
 FROM leased AS l
 JOIN due AS d ON d.item_key = l.item_key
 
@@ -67,6 +70,7 @@ due AS MATERIALIZED (
     SELECT queue_name, item_key, lease_until
     FROM {{table}}
     WHERE queue_name = :queue::text AND {{due}} {{skip_completing}}
+        AND NOT {{queue_paused}}
     ORDER BY {{claim_order}}
     LIMIT :limit::int
     FOR UPDATE SKIP LOCKED
@@ -87,6 +91,7 @@ due AS MATERIALIZED (
         SELECT queue_name, item_key, lease_until
         FROM {{table}}
         WHERE queue_name = :queue::text AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND {{due}} {{skip_completing}}
+            AND NOT {{queue_paused}}
         ORDER BY available_at, item_key
         LIMIT :limit::int
         FOR UPDATE SKIP LOCKED

@@ -66,7 +66,8 @@ SELECT
     -- clock, in microseconds (0 when nothing is leased, or no lease names its claim).
     COALESCE(
         (EXTRACT(EPOCH FROM now() - min(claimed_at) FILTER (WHERE {{leased}})) * 1000000)::bigint,
-        0) AS longest_lease_us
+        0) AS longest_lease_us,
+    {{paused_us}} AS paused_us
 FROM {{table}}
 WHERE queue_name = :queue::text AND completed_at IS NULL
 
@@ -129,7 +130,10 @@ RETURNING
     (EXTRACT(EPOCH FROM now() - k.read_at) * 1000000)::bigint AS read_ago_us,
     k.pending, k.ready, k.leased, k.stalled, k.completed, k.completed_capped, k.oldest_ready_us,
     k.horizon_us, k.horizon_pid, k.slot_xmin_age,
-    k.longest_lease_us
+    k.longest_lease_us,
+    -- Whether the queue is paused now, not at the reading: every instance's gauges follow
+    -- a pause within one round.
+    (EXTRACT(EPOCH FROM k.paused_at) * 1000000)::bigint AS paused_us
 
 -- statement: publishReading
 -- params: queue, keeper, pending, ready, leased, stalled, completed, completed_capped, oldest_ready, horizon, horizon_pid, slot_xmin_age, longest_lease

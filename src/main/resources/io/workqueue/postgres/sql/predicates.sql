@@ -78,3 +78,15 @@ priority DESC, available_at, item_key
 -- retry finds the row handed back and leaves it.
 
 '-infinity'
+
+-- fragment: queue_paused
+-- Whether an operator paused the queue, fleet-wide (WorkQueueAdmin.pause): claims lease nothing
+-- while it is, on every instance, from their next claim. Uncorrelated, so a claim evaluates it
+-- once, one primary-key lookup in the small queues table, before it reads any item.
+
+EXISTS (SELECT 1 FROM {{queues_table}} WHERE queue_name = :queue::text AND paused_at IS NOT NULL)
+
+-- fragment: paused_us
+-- When the queue was paused, in microseconds since the epoch; null while it runs.
+
+(SELECT (EXTRACT(EPOCH FROM paused_at) * 1000000)::bigint FROM {{queues_table}} WHERE queue_name = :queue::text)

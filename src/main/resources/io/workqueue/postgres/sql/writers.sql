@@ -6,6 +6,8 @@
 -- param last_error text: null for none
 -- param attempts int[]: the attempts the claim gave each key
 -- param prior_leases int[]: each key's lease before the claim: {{prior_lease_none}} none, {{prior_lease_lapsed}} lapsed, {{prior_lease_handed_back}} handed back
+-- param claimed_us bigint[]: when each key's claim leased it (its claimed_at), microseconds since the epoch
+-- param leases bigint[]: each key's new lease, in microseconds from now
 
 -- fragment: lock_named
 -- The lock-ordering CTE "target" of every writer that waits for row locks: it reaches the rows
@@ -160,4 +162,49 @@ WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
 -- admin lists them).
 WITH {{lock_named}}
 {{delete_completed}}
+RETURNING q.item_key
+
+-- fragment: held_by_caller
+-- The caller still holds the row ("mine" names its claim: the attempts and the claimed_at it
+-- gave): the row's latest claim is the caller's, and its lease is live. A holder whose lease
+-- lapsed acts on nothing, whether or not someone has claimed the row since: attempts alone would
+-- not do, since they start over when a completed item is enqueued again; the claim's instant
+-- tells two claims at the same attempt apart.
+
+q.attempts = mine.attempts
+    AND q.claimed_at = 'epoch'::timestamptz + mine.claimed_us * INTERVAL '1 microsecond'
+    AND q.lease_until > now()
+
+-- statement: extendKeys
+-- params: queue, keys, attempts, claimed_us, leases
+-- use: which_rows = pending_rows
+-- Extends the leases the callers still hold, each to now() plus its :leases entry, on the database
+-- clock; a lease that lapsed, or a row claimed since, is left alone. Returns the keys extended.
+WITH {{lock_named}}
+UPDATE {{table}} AS q
+SET lease_until = now() + mine.lease * INTERVAL '1 microsecond'
+FROM target
+JOIN unnest(:keys::text[], :attempts::int[], :claimed_us::bigint[], :leases::bigint[])
+    AS mine(item_key, attempts, claimed_us, lease) ON mine.item_key = target.item_key
+WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+    AND {{held_by_caller}}
+RETURNING q.item_key
+
+-- statement: snoozeKeys
+-- params: queue, keys, attempts, claimed_us, delay
+-- use: which_rows = pending_rows
+-- Hands back leases the caller still holds without counting the attempt: not ready rather than
+-- failed. The lease is dropped, the item due after :delay, its last error kept; an enqueue during
+-- the lease is absorbed, as a release absorbs it. Returns the keys snoozed.
+WITH {{lock_named}}
+UPDATE {{table}} AS q
+SET lease_until = 'epoch',
+    available_at = now() + GREATEST(:delay::bigint, 0) * INTERVAL '1 microsecond',
+    attempts = q.attempts - 1,
+    requested_at = NULL
+FROM target
+JOIN unnest(:keys::text[], :attempts::int[], :claimed_us::bigint[])
+    AS mine(item_key, attempts, claimed_us) ON mine.item_key = target.item_key
+WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
+    AND {{held_by_caller}}
 RETURNING q.item_key
