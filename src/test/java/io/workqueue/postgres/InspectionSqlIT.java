@@ -59,7 +59,9 @@ class InspectionSqlIT {
                 Map.entry("completedPage", new Object[] {queue, 3, new Plans.Null(Long.class), new Plans.Null(String.class), 50, 10_000}),
                 Map.entry("retryKeys", new Object[] {queue, 3, keys}),
                 Map.entry("removeKeys", new Object[] {queue, keys}),
-                Map.entry("purgeCompleted", new Object[] {queue, 100}));
+                Map.entry("purgeCompleted", new Object[] {queue, 100}),
+                Map.entry("pause", new Object[] {queue}),
+                Map.entry("resume", new Object[] {queue}));
     }
 
     private static Object[] firstPendingPage() {
