@@ -290,6 +290,55 @@ class ConsoleBrowserIT {
         assertThat(driver.findElement(By.id("item-error")).getText()).isEqualTo("renderer ran out of memory on tile 1");
     }
 
+    @Test
+    @Order(5)
+    void pauseTheQueueFromTheListSeeNothingClaimedThenResumeAndSeeItDrain() {
+        open(console());
+        loaded("queues");
+        WebElement pause = pauseButton(tiles.name());
+        assertThat(pause.getText()).isEqualTo("Pause");
+        pause.click();
+        assertThat(pause.getText()).isEqualTo("Really pause?");
+        pause.click();
+        await().atMost(WAIT).until(() -> driver.findElement(By.id("message")).getText().startsWith("Paused"));
+        loaded("queues");
+        assertThat(cell(tiles.name(), 7)).contains("paused");
+        assertThat(tiles.stats().block(WAIT).paused()).isTrue();
+
+        TileKey waiting = new TileKey("paused", 7, 7);
+        tiles.enqueueKeys(waiting).block(WAIT);
+        String stored = KeyCodec.defaultFor(TileKey.class).encode(waiting);
+        // The enqueue wakes the service's worker at once (its notify channel), and it polls every 2 s:
+        // whatever it claims meanwhile, the tile stays.
+        await().during(Duration.ofMillis(2500)).atMost(WAIT).until(() -> !completed(stored));
+        Browser.screenshot(driver, "paused");
+
+        reload();
+        loaded("queues");
+        WebElement resume = pauseButton(tiles.name());
+        assertThat(resume.getText()).isEqualTo("Resume");
+        resume.click();
+        await().atMost(WAIT).until(() -> driver.findElement(By.id("message")).getText().startsWith("Resumed"));
+        await().atMost(WAIT).until(() -> completed(stored));
+        assertThat(cell(tiles.name(), 7)).doesNotContain("paused");
+    }
+
+    /** The pause or resume button of the queue list's row for {@code queue}. */
+    static WebElement pauseButton(String queue) {
+        return (WebElement) driver.executeScript("""
+                const row = [...document.querySelectorAll('#queues tr.queue')].find(r => r.dataset.queue === arguments[0]);
+                return row.querySelector('button.pause');""", queue);
+    }
+
+    /** Whether the tile with this stored key has completed. */
+    boolean completed(String storedKey) {
+        return Boolean.TRUE.equals(Mono.usingWhen(database.create(), (Connection c) -> Mono.from(c.createStatement(
+                                "SELECT completed_at IS NOT NULL FROM " + TABLE + " WHERE queue_name = $1 AND item_key = $2")
+                        .bind(0, tiles.name()).bind(1, storedKey).execute())
+                        .flatMap(r -> Mono.from(r.map((row, meta) -> row.get(0, Boolean.class)))),
+                Connection::close).block(WAIT));
+    }
+
     static String encode(String value) {
         return java.net.URLEncoder.encode(value, java.nio.charset.StandardCharsets.UTF_8).replace("+", "%20");
     }

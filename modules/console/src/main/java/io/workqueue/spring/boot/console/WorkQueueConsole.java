@@ -73,7 +73,7 @@ public final class WorkQueueConsole {
      *
      * @param path           where it is served: {@code /} and segments of letters, digits,
      *                       {@code .}, {@code _} and {@code -}, no trailing {@code /}
-     * @param actionsEnabled whether retry, remove and purge are accepted
+     * @param actionsEnabled whether retry, remove, purge, pause and resume are accepted
      * @param admins         the admin of each table prefix shown
      * @param statsMaxAge    how old the queue list's counts may be; positive
      */
@@ -129,6 +129,8 @@ public final class WorkQueueConsole {
                 .POST(path + "/api/retry", request -> act(request, this::retry))
                 .POST(path + "/api/remove", request -> act(request, this::remove))
                 .POST(path + "/api/purge", request -> act(request, this::purge))
+                .POST(path + "/api/pause", request -> act(request, this::pause))
+                .POST(path + "/api/resume", request -> act(request, this::resume))
                 .build();
     }
 
@@ -208,6 +210,8 @@ public final class WorkQueueConsole {
         view.put("statsAgeMillis", statsAge.toMillis());
         view.put("maxAttempts", queue.maxAttempts());
         view.put("registered", queue.registered());
+        // Paused by an operator: its ready items wait by design (the page says so beside the age).
+        view.put("pausedAt", s.pausedAt().map(Object::toString).orElse(null));
         return view;
     }
 
@@ -334,6 +338,18 @@ public final class WorkQueueConsole {
         return adminOf(action).purgeCompleted(action.queue(), PURGE_BATCH)
                 .doOnNext(deleted -> stats.get(tableOf(action)).invalidate())
                 .flatMap(deleted -> json(Map.of("deleted", deleted, "batch", PURGE_BATCH)));
+    }
+
+    private Mono<ServerResponse> pause(Action action) {
+        return adminOf(action).pause(action.queue())
+                .doOnNext(pausedAt -> stats.get(tableOf(action)).invalidate())
+                .flatMap(pausedAt -> json(Map.of("pausedAt", pausedAt.toString())));
+    }
+
+    private Mono<ServerResponse> resume(Action action) {
+        return adminOf(action).resume(action.queue())
+                .doOnNext(resumed -> stats.get(tableOf(action)).invalidate())
+                .flatMap(resumed -> json(Map.of("resumed", resumed)));
     }
 
     private static String tableOf(Action action) {

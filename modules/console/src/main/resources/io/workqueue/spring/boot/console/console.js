@@ -247,8 +247,10 @@
       el('td', { className: 'num' + (q.stalled > 0 ? ' stalled' : '') },
         link(count(q.stalled), 'queue', { table: q.table, queue: q.queue, state: 'stalled' })),
       el('td', { className: 'num' }, link(count(q.completed) + (q.completedCapped ? '+' : ''), 'queue', { table: q.table, queue: q.queue, state: 'completed' })),
-      el('td', { className: 'num' }, q.ready > 0 ? duration(q.oldestReadyAgeMillis) : '—'),
-      el('td', { className: 'num muted' }, q.registered ? String(q.maxAttempts || '∞') : '∞ (not configured here)')));
+      el('td', { className: 'num' }, q.ready > 0 ? duration(q.oldestReadyAgeMillis) : '—',
+        q.pausedAt ? el('div', { className: 'paused', title: 'paused at ' + q.pausedAt }, 'paused: nothing is claimed') : null),
+      el('td', { className: 'num muted' }, q.registered ? String(q.maxAttempts || '∞') : '∞ (not configured here)'),
+      ACTIONS ? el('td', { className: 'actions' }, pauseButton(q)) : null));
     const age = data.queues.length ? Math.max(...data.queues.map((q) => q.statsAgeMillis)) : 0;
     show(
       el('h1', {}, 'Queues'),
@@ -257,11 +259,28 @@
           el('th', {}, 'queue'), el('th', {}, 'table prefix'), el('th', { className: 'num' }, 'depth'),
           el('th', { className: 'num' }, 'ready'), el('th', { className: 'num' }, 'leased'),
           el('th', { className: 'num' }, 'stalled'), el('th', { className: 'num' }, 'completed'),
-          el('th', { className: 'num' }, 'oldest ready'), el('th', { className: 'num' }, 'max attempts'))),
-        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colSpan: 9, className: 'muted' }, 'No queues.')))),
+          el('th', { className: 'num' }, 'oldest ready'), el('th', { className: 'num' }, 'max attempts'),
+          ACTIONS ? el('th', {}, '') : null)),
+        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colSpan: 10, className: 'muted' }, 'No queues.')))),
       el('p', { className: 'muted', id: 'stats-age' }, 'Stats as of ' + duration(age) + ' ago (each is the queue\'s own ' +
         'stats() read, refreshed in the background at most every few seconds; this list follows). ' +
         'Depth counts every pending item.'));
+  }
+
+  /**
+   * Pause or resume one queue for the whole fleet: a pause asks once more, since every instance
+   * stops claiming; the list is read again before the banner says what happened.
+   */
+  function pauseButton(q) {
+    const pausing = !q.pausedAt;
+    const button = confirmingButton(pausing ? 'Pause' : 'Resume', pausing, async () => {
+      await post(pausing ? 'pause' : 'resume', { table: q.table, queue: q.queue });
+      await route();
+      say([pausing ? 'Paused ' : 'Resumed ', shown(q.queue),
+        pausing ? ': no instance claims from it until it is resumed.' : ': claims hand out its items again.'], 'action');
+    });
+    button.className += ' pause';
+    return button;
   }
 
   function stateTabs(params) {

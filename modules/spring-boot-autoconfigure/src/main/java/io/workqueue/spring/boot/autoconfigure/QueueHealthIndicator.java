@@ -18,6 +18,10 @@ import reactor.core.publisher.Mono;
  * database next to nothing. Only a DOWN check then reads {@code stats()} too (bounded by the
  * backlog), for details that say why.
  *
+ * <p>A queue an operator paused ({@code WorkQueueAdmin.pause}) is UP whatever its age, with
+ * {@code paused} true and {@code pausedAt}: its items wait by design, and a readiness probe must
+ * not take the fleet out of service for it.
+ *
  * <p>Details: {@code queue} (the logical name) and {@code maxOldestReadyAge}; when DOWN because an
  * item is late, also {@code depth} (items not completed), {@code ready}, {@code leased},
  * {@code stalled}, {@code completed} (counted up to {@link Stats#COMPLETED_COUNT_LIMIT}; then
@@ -65,6 +69,17 @@ public final class QueueHealthIndicator implements ReactiveHealthIndicator {
     }
 
     private Health late(Stats stats) {
+        if (stats.paused()) {
+            // Paused on purpose: its ready items wait by design, so the age is no alarm.
+            return Health.up()
+                    .withDetail("queue", queue.name())
+                    .withDetail("paused", true)
+                    .withDetail("pausedAt", stats.pausedAt().orElseThrow().toString())
+                    .withDetail("depth", stats.pending())
+                    .withDetail("ready", stats.ready())
+                    .withDetail("oldestReadyAge", stats.oldestReadyAge().toString())
+                    .build();
+        }
         return Health.down()
                 .withDetail("queue", queue.name())
                 .withDetail("maxOldestReadyAge", maxOldestReadyAge.toString())

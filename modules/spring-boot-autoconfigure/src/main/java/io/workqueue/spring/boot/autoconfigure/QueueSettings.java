@@ -49,7 +49,8 @@ final class QueueSettings {
             new Setting<>("lease", (b, w) -> b.lease(w.getLease())),
             new Setting<>("poll", (b, w) -> b.poll(w.getPoll())),
             new Setting<>("claimBatch", (b, w) -> b.claimBatch(w.getClaimBatch())),
-            new Setting<>("handlerScheduler", (b, w) -> handlerScheduler(w.getHandlerScheduler(), b)));
+            new Setting<>("handlerScheduler", (b, w) -> handlerScheduler(w.getHandlerScheduler(), b)),
+            new Setting<>("maxRunTime", (b, w) -> b.maxRunTime(w.getMaxRunTime())));
 
     // ------------------------------------------------------------------ mapping
 

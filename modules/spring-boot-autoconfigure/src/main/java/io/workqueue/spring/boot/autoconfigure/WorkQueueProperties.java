@@ -399,6 +399,13 @@ public class WorkQueueProperties implements Validator {
          */
         private HandlerScheduler handlerScheduler = HandlerScheduler.WORKER_POOL;
 
+        /**
+         * How long a handler may run while the worker keeps its lease alive (extending it on the
+         * database clock while the handler runs); unset, a handler still running at its lease's
+         * end is cancelled and its item lapses.
+         */
+        private @Nullable Duration maxRunTime;
+
         /** Whether the worker runs here; default true. */
         public boolean isEnabled() {
             return enabled;
@@ -487,6 +494,16 @@ public class WorkQueueProperties implements Validator {
         /** Sets {@link #getMaxRestartBackoff()}. */
         public void setMaxRestartBackoff(Duration maxRestartBackoff) {
             this.maxRestartBackoff = maxRestartBackoff;
+        }
+
+        /** See {@link WorkerOptions#maxRunTime()}; unset by default. */
+        public @Nullable Duration getMaxRunTime() {
+            return maxRunTime;
+        }
+
+        /** Sets {@link #getMaxRunTime()}. */
+        public void setMaxRunTime(@Nullable Duration maxRunTime) {
+            this.maxRunTime = maxRunTime;
         }
 
         /** See {@link WorkerOptions#handlerScheduler()}; default {@code worker-pool}. */
