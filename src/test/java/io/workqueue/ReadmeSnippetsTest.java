@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -18,11 +19,15 @@ import org.junit.jupiter.api.Test;
  * {@code <!-- snippet: path -->} for a whole file or {@code <!-- snippet: path#tag -->} for the
  * lines between {@code tag::tag[]} and {@code end::tag[]} in that file (indentation removed), and
  * the block must equal it. So a change to the code that the README does not follow, or the other
- * way round, fails the build. SQL blocks are run against a real server by {@code ReadmeSqlIT}.
+ * way round, fails the build. SQL blocks are run against a real server by {@code ReadmeSqlIT}. The
+ * pages under {@code docs/} that the README sends readers to ({@code docs/*.md}) are held to the
+ * same rules.
  */
 class ReadmeSnippetsTest {
     /** Maven runs the library's tests from the repository root, where the README is. */
     static final Path README = Path.of("README.md");
+    /** The folder of the README's longer pages; its Markdown files (not its subfolders') are checked. */
+    static final Path DOCS = Path.of("docs");
     private static final Set<String> CHECKED_LANGUAGES = Set.of("java", "xml", "yaml", "yml");
     private static final String MARKER = "<!-- snippet: ";
 
@@ -30,7 +35,20 @@ class ReadmeSnippetsTest {
     record Block(String language, String text, String marker, int line) {}
 
     static List<Block> blocks() throws IOException {
-        List<String> lines = Files.readAllLines(README);
+        return blocks(README);
+    }
+
+    /** The Markdown files directly in {@code docs/}, in name order. */
+    static List<Path> docs() throws IOException {
+        try (Stream<Path> files = Files.list(DOCS)) {
+            return files.filter(f -> f.getFileName().toString().endsWith(".md") && Files.isRegularFile(f))
+                    .sorted()
+                    .toList();
+        }
+    }
+
+    static List<Block> blocks(Path markdown) throws IOException {
+        List<String> lines = Files.readAllLines(markdown);
         List<Block> blocks = new ArrayList<>();
         for (int i = 0; i < lines.size(); i++) {
             String line = lines.get(i);
@@ -53,10 +71,28 @@ class ReadmeSnippetsTest {
     void everyBlockOfCodeNamesItsSourceAndEqualsIt() throws IOException {
         List<Block> checked = blocks().stream().filter(b -> CHECKED_LANGUAGES.contains(b.language())).toList();
         assertFalse(checked.isEmpty(), "the README has code blocks");
+        List<String> problems = problems("README", checked);
+        assertEquals(List.of(), problems, () -> String.join("\n\n", problems));
+    }
+
+    @Test
+    void everyBlockOfCodeInTheDocsNamesItsSourceAndEqualsIt() throws IOException {
+        List<Path> docs = docs();
+        assertFalse(docs.isEmpty(), "docs/ has Markdown pages");
+        List<String> problems = new ArrayList<>();
+        for (Path doc : docs) {
+            List<Block> checked = blocks(doc).stream().filter(b -> CHECKED_LANGUAGES.contains(b.language())).toList();
+            problems.addAll(problems(doc.toString(), checked));
+        }
+        assertEquals(List.of(), problems, () -> String.join("\n\n", problems));
+    }
+
+    /** What is wrong with these blocks of one Markdown file, named {@code where} in the messages. */
+    private static List<String> problems(String where, List<Block> checked) {
         List<String> problems = new ArrayList<>();
         for (Block block : checked) {
             if (block.marker() == null) {
-                problems.add("README line " + block.line() + ": a " + block.language()
+                problems.add(where + " line " + block.line() + ": a " + block.language()
                         + " block without a '" + MARKER + "path[#tag] -->' line before it");
                 continue;
             }
@@ -65,15 +101,15 @@ class ReadmeSnippetsTest {
             try {
                 expected = source(reference);
             } catch (IOException | IllegalArgumentException e) {
-                problems.add("README line " + block.line() + ": " + e.getMessage());
+                problems.add(where + " line " + block.line() + ": " + e.getMessage());
                 continue;
             }
             if (!expected.equals(block.text())) {
-                problems.add("README line " + block.line() + " differs from " + reference + "; it should read:\n"
+                problems.add(where + " line " + block.line() + " differs from " + reference + "; it should read:\n"
                         + expected);
             }
         }
-        assertEquals(List.of(), problems, () -> String.join("\n\n", problems));
+        return problems;
     }
 
     @Test

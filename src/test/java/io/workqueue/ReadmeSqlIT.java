@@ -6,6 +6,7 @@ import io.r2dbc.spi.Connection;
 import io.workqueue.migrations.WorkQueueMigrations;
 import io.workqueue.testing.TestDatabase;
 import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,7 +17,8 @@ import reactor.core.publisher.Mono;
 /**
  * Every SQL block of the README runs, as written, against a real server: inside one transaction
  * that first creates the default table (the README's statements name it), and is then rolled back,
- * so nothing is left behind and nothing the test database holds is touched.
+ * so nothing is left behind and nothing the test database holds is touched. The SQL blocks of the
+ * pages in {@code docs/} run the same way.
  */
 class ReadmeSqlIT {
     private static final Duration WAIT = Duration.ofSeconds(30);
@@ -28,21 +30,39 @@ class ReadmeSqlIT {
                 .map(ReadmeSnippetsTest.Block::text)
                 .toList();
         assertFalse(blocks.isEmpty(), "the README has SQL blocks");
+        runInRolledBackTransaction("a README SQL block", blocks);
+    }
+
+    @Test
+    void everySqlBlockOfTheDocsRunsAsWritten() throws IOException {
+        List<Path> docs = ReadmeSnippetsTest.docs();
+        assertFalse(docs.isEmpty(), "docs/ has Markdown pages");
+        List<String> blocks = new ArrayList<>();
+        for (Path doc : docs) {
+            ReadmeSnippetsTest.blocks(doc).stream()
+                    .filter(block -> block.language().equals("sql"))
+                    .map(ReadmeSnippetsTest.Block::text)
+                    .forEach(blocks::add);
+        }
+        runInRolledBackTransaction("an SQL block of docs/", blocks);
+    }
+
+    private static void runInRolledBackTransaction(String what, List<String> blocks) {
         List<String> statements = new ArrayList<>(WorkQueueMigrations.statements(""));
         statements.addAll(blocks);
         Mono.usingWhen(TestDatabase.plain().create(),
                         connection -> Mono.from(connection.beginTransaction())
                                 .thenMany(Flux.fromIterable(statements))
-                                .concatMap(sql -> run(connection, sql))
+                                .concatMap(sql -> run(connection, sql, what))
                                 .then(Mono.from(connection.rollbackTransaction())),
                         Connection::close)
                 .block(WAIT);
     }
 
-    private static Mono<Long> run(Connection connection, String sql) {
+    private static Mono<Long> run(Connection connection, String sql, String what) {
         return Flux.from(connection.createStatement(sql).execute())
                 .concatMap(result -> result.getRowsUpdated())
                 .reduce(0L, Long::sum)
-                .onErrorMap(e -> new AssertionError("a README SQL block fails: " + e.getMessage() + "\n" + sql, e));
+                .onErrorMap(e -> new AssertionError(what + " fails: " + e.getMessage() + "\n" + sql, e));
     }
 }

@@ -40,11 +40,13 @@ class TileController {
         return queue.stats().map(stats -> QueueStats.of(queue.name(), stats));
     }
 
+    // tag::invalid-key[]
     /** A key the queue refuses, such as a layer name longer than a key may be. */
     @ExceptionHandler(InvalidKeyException.class)
     ProblemDetail invalidTile(InvalidKeyException e) {
         return ProblemDetail.forStatusAndDetail(HttpStatus.BAD_REQUEST, e.getMessage());
     }
+    // end::invalid-key[]
 
     /**
      * The JSON of {@code GET /queue/stats}: the queue's {@link Stats}, with {@code oldestReadyAge} as
