@@ -157,6 +157,25 @@ class LeaseExtensionIT {
     }
 
     @Test
+    void cancellingAnExtensionAtAnyPointLeavesNoLeaseHalfExtended() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "extend-cancel");
+        int n = 50;
+        queue.enqueueKeys(IntStream.range(0, n).mapToObj(i -> "k" + i).toList()).block(WAIT);
+        List<Item<String>> items = queue.claim(n, LEASE).block(WAIT);
+        java.util.Random random = new java.util.Random(42);
+        for (int round = 0; round < 40; round++) {
+            reactor.core.Disposable call = queue.extend(Duration.ofMinutes(10 + round), items).subscribe();
+            // Cancelled before it is submitted, while it waits, while its statement runs, or after.
+            java.util.concurrent.locks.LockSupport.parkNanos(random.nextInt(3_000_000));
+            call.dispose();
+            assertEquals(1L, TestDatabase.queryLong("SELECT count(DISTINCT lease_until) FROM " + Queues.table(prefix)
+                    + " WHERE queue_name = $1", queue.name()), "every lease as one statement left it, round " + round);
+        }
+        assertEquals(Set.copyOf(items.stream().map(Item::key).toList()),
+                queue.extend(LEASE, items).block(WAIT), "and the holder still holds them all");
+    }
+
+    @Test
     void aSnoozeHandsBackWithoutCountingTheAttemptAndKeepsTheLastError() {
         ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "snooze");
         queue.enqueueKeys("k").block(WAIT);
