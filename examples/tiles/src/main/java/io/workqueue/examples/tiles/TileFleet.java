@@ -1,6 +1,7 @@
 package io.workqueue.examples.tiles;
 
 import io.r2dbc.pool.ConnectionPool;
+import io.r2dbc.spi.Connection;
 import io.workqueue.Entry;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
@@ -31,7 +32,7 @@ import reactor.util.retry.Retry;
  * sometimes fails (the tile is released with a back-off and the error recorded) and sometimes the
  * worker "crashes" (the lease is simply abandoned, lapses on the database clock, and another worker
  * reclaims the tile, flagged). At the end it checks the invariant: every tile rendered at least
- * once, none lost.
+ * once, none lost. It works on tables of its own, which it drops at the end, pass or fail.
  *
  * <p>Run it with {@code --smoke} for a small, fast fleet (what CI runs).
  */
@@ -66,14 +67,24 @@ public final class TileFleet {
 
     private boolean run(DemoDatabase database, int side, int workerCount) {
         ConnectionPool pool = database.pool(8);
-        String name = "tiles-" + Long.toHexString(System.nanoTime());
-        WorkQueueConfig config = WorkQueueConfig.builder(name)
-                .tablePrefix("tiles_demo")
-                .notifyChannel("tiles_demo_work")
+        // Tables of this run's own, dropped at the end: the demo leaves nothing behind in your database.
+        String runId = Long.toHexString(System.nanoTime());
+        WorkQueueConfig config = WorkQueueConfig.builder("tiles")
+                .tablePrefix("tiles_demo_" + runId)
+                .notifyChannel("tiles_demo_work_" + runId)
                 .build();
-        // The table comes from the same config the queue uses: the prefix is stated once.
-        WorkQueueMigrations.apply(pool, config).block(Duration.ofSeconds(30));
+        try {
+            // The table comes from the same config the queue uses: the prefix is stated once.
+            WorkQueueMigrations.apply(pool, config).block(Duration.ofSeconds(30));
+            return render(database, pool, config, side, workerCount);
+        } finally {
+            dropTables(pool, config.tablePrefix());
+            pool.dispose();
+        }
+    }
 
+    private boolean render(DemoDatabase database, ConnectionPool pool, WorkQueueConfig config, int side,
+            int workerCount) {
         PgNotificationListener listener = PgNotificationListener.builder(database.plainFactory())
                 .channel(config.notifyChannel())
                 .build();
@@ -85,28 +96,42 @@ public final class TileFleet {
         List<Entry<TileKey>> tiles = grid(side);
         long start = System.nanoTime();
         Disposable.Composite fleet = Disposables.composite();
-        for (int w = 0; w < workerCount; w++) {
-            fleet.add(worker(queue).subscribe());
+        try {
+            for (int w = 0; w < workerCount; w++) {
+                fleet.add(worker(queue).subscribe());
+            }
+            // Producers enqueue concurrently, one row at a time: the group commit merges them.
+            Flux.fromIterable(tiles)
+                    .flatMap(queue::enqueue, 256)
+                    .then()
+                    .block(Duration.ofMinutes(1));
+
+            Stats last = Flux.interval(Duration.ofMillis(250))
+                    .concatMap(tick -> queue.stats())
+                    .doOnNext(stats -> System.out.print("\r" + progress(stats, tiles.size())))
+                    .filter(stats -> stats.pending() == 0)
+                    .blockFirst(Duration.ofMinutes(5));
+            double seconds = (System.nanoTime() - start) / 1e9;
+            System.out.println("\r" + progress(last, tiles.size()));
+            return summary(tiles, seconds);
+        } finally {
+            // Also when the run fails: no worker may still use the tables when they are dropped.
+            fleet.dispose();
+            queue.close().block(Duration.ofSeconds(10));
+            listener.close().block(Duration.ofSeconds(10));
         }
-        // Producers enqueue concurrently, one row at a time: the group commit merges them.
-        Flux.fromIterable(tiles)
-                .flatMap(queue::enqueue, 256)
-                .then()
-                .block(Duration.ofMinutes(1));
+    }
 
-        Stats last = Flux.interval(Duration.ofMillis(250))
-                .concatMap(tick -> queue.stats())
-                .doOnNext(stats -> System.out.print("\r" + progress(stats, tiles.size())))
-                .filter(stats -> stats.pending() == 0)
-                .blockFirst(Duration.ofMinutes(5));
-        double seconds = (System.nanoTime() - start) / 1e9;
-        System.out.println("\r" + progress(last, tiles.size()));
-
-        fleet.dispose();
-        queue.close().block(Duration.ofSeconds(10));
-        listener.close().block(Duration.ofSeconds(10));
-        pool.dispose();
-        return summary(tiles, seconds);
+    /** Drops the tables {@link WorkQueueMigrations#apply} made for {@code prefix}: items, then queues. */
+    private static void dropTables(ConnectionPool pool, String prefix) {
+        String items = WorkQueueMigrations.tableName(prefix);
+        String queues = prefix + "_work_queue_queues";
+        Mono.usingWhen(pool.create(),
+                        connection -> Mono.from(connection.createStatement("DROP TABLE IF EXISTS " + items + ", " + queues)
+                                .execute()).flatMap(result -> Mono.from(result.getRowsUpdated())),
+                        Connection::close)
+                .block(Duration.ofSeconds(30));
+        System.out.println("Dropped the demo's tables " + items + " and " + queues);
     }
 
     private static List<Entry<TileKey>> grid(int side) {
