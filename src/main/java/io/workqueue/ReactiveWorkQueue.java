@@ -396,7 +396,7 @@ public interface ReactiveWorkQueue<K> {
      * default each subscription calls its handler, and subscribes to what it returns, on a pool of
      * its own of at most {@code concurrency} threads, where blocking is allowed. A handler that
      * blocks costs only its own slot; enqueues, other queues' claims and health checks go on. The
-     * pool is shut down gracefully when the stream ends; a handler still blocking its thread when
+     * pool is shut down once the stream has ended and its last running handler has finished (no thread of it outlives the work, so a plain program exits when its main method returns); a handler still blocking its thread when
      * its lease ends is interrupted. {@link WorkerOptions#handlerScheduler()} chooses another
      * scheduler, among them {@code Schedulers.immediate()}: the driver's threads, no hand-off, for
      * handlers that never block; a call that holds such a thread longer than 100 ms is logged at

@@ -46,7 +46,7 @@ import reactor.core.scheduler.Schedulers;
  *
  * <p><b>Where handlers run.</b> Calling a handler and subscribing to its publisher happen on the
  * options' {@link WorkerOptions#handlerScheduler() handler scheduler}, by default a bounded-elastic
- * pool of {@code concurrency} threads that each subscription creates and shuts down gracefully
+ * pool of {@code concurrency} threads that each subscription creates and shuts down
  * when its stream ends. The calls go through {@link HandlerCalls}, which hands a claim's calls to
  * one thread and adds threads only when calls are stuck behind a slow one; the loop holds its next
  * round back while calls are still being handed out, so that a batch of quick handlers is
@@ -127,21 +127,21 @@ public final class Worker<K> {
     /**
      * Cold: each subscription runs its own worker, emitting each item once it is completed. Unless
      * the options name a handler scheduler, each subscription creates a pool of its own for its
-     * handlers and shuts it down gracefully (running handlers finish) when its stream ends.
+     * handlers and shuts it down once its stream has ended and no handler runs (running handlers finish first).
      */
     public Flux<Item<K>> flux() {
         // ERROR, not BUFFER: the worker keeps its own bounded buffer and never emits beyond demand.
         return Flux.create(sink -> {
             Scheduler given = options.handlerScheduler().orElse(null);
             Scheduler handlers = given != null ? given : ownPool();
-            Loop loop = new Loop(sink, handlers);
+            Loop loop = new Loop(sink, handlers, given == null);
             loop.start();
             Disposable watch = Mono.from(stop).subscribe(
                     ignored -> loop.signal(loop::beginStop),
                     error -> loop.signal(loop::beginStop),
                     () -> loop.signal(loop::beginStop));
             // A sink keeps one dispose callback: a second would be disposed at once.
-            sink.onDispose(given != null ? watch : Disposables.composite(watch, () -> shutDown(handlers)));
+            sink.onDispose(given != null ? watch : Disposables.composite(watch, () -> loop.signal(loop::closePool)));
         }, FluxSink.OverflowStrategy.ERROR);
     }
 
@@ -157,14 +157,6 @@ public final class Worker<K> {
                 POOL_THREAD_TTL_SECONDS, true);
     }
 
-    /**
-     * Shuts a worker's own pool down without interrupting anything: calls already handed to it
-     * still run (cancelling a worker does not cancel its running handlers), later ones are refused.
-     */
-    private void shutDown(Scheduler pool) {
-        pool.disposeGracefully().subscribe(null,
-                error -> log.debug("handler pool of queue {} did not shut down cleanly", queue.name(), error));
-    }
 
     /** One subscription's worker; every field is confined to the loop's serial execution. */
     private final class Loop extends ClaimLoop<List<Item<K>>> {
@@ -187,6 +179,10 @@ public final class Worker<K> {
         private int backoffFailures;
         /** A graceful stop was asked: claim nothing more, complete once everything has settled. */
         private boolean stopping;
+        /** The handler pool is the worker's own, to shut down when the stream has ended. */
+        private final boolean ownsPool;
+        /** The stream has ended: shut the own pool down once no handler runs. */
+        private boolean poolClosing;
         /** The options' maximum run time: null when leases are not kept alive. */
         private final @Nullable Duration maxRunTime = options.maxRunTime().orElse(null);
         /** The next look for leases to extend, while handlers run and leases are kept alive. */
@@ -194,10 +190,11 @@ public final class Worker<K> {
         /** An extension is in flight: the next waits for it, so one statement at a time per worker. */
         private boolean extending;
 
-        Loop(FluxSink<Item<K>> sink, Scheduler handlers) {
+        Loop(FluxSink<Item<K>> sink, Scheduler handlers, boolean ownsPool) {
             super(queue.name(), sink, Backoff.MIN, Backoff.MAX, options.lease(), timer);
             this.items = sink;
             this.handlers = handlers;
+            this.ownsPool = ownsPool;
             this.onDeliveringThread = handlers == Schedulers.immediate();
             this.calls = onDeliveringThread ? null : new HandlerCalls<>(handlers, options.concurrency(), timer,
                     HANDLER_PATIENCE, () -> signal(() -> {}), (run, refused) -> signal(() -> handlerFailed(run, refused)));
@@ -444,7 +441,26 @@ public final class Worker<K> {
             }
             run.batch.settled();
             run.stopTimers();
+            closePoolIfIdle();
             return true;
+        }
+
+        /**
+         * The stream ended: the worker's own pool is shut down once no handler runs, since
+         * cancelling a worker does not cancel its running handlers. Disposed outright then, rather
+         * than gracefully: a graceful disposal waits for the pool on a helper thread of Reactor's
+         * that is not a daemon and lingers for seconds, holding a plain program's JVM open after
+         * its main method returned.
+         */
+        void closePool() {
+            poolClosing = true;
+            closePoolIfIdle();
+        }
+
+        private void closePoolIfIdle() {
+            if (poolClosing && ownsPool && running.isEmpty()) {
+                handlers.dispose();
+            }
         }
 
         /**
@@ -463,6 +479,7 @@ public final class Worker<K> {
             if (calls != null) {
                 calls.stop(run);
             }
+            closePoolIfIdle();
             return true;
         }
 
