@@ -283,7 +283,7 @@ public final class WorkerOptions {
      * still running when its lease ends is cancelled, and its item lapses to whoever reclaims it.
      *
      * <p>With a maximum run time, the worker extends the lease of each handler still running once
-     * half of its lease has passed ({@link ReactiveWorkQueue#extend}, on the database clock, again
+     * a third of its lease has passed ({@link ReactiveWorkQueue#extend}, on the database clock, again
      * and again; the extensions of all of a worker's running handlers due in one tick share one
      * statement, and the queue's group commit merges them with other workers'), so long work runs
      * under a short lease: if the process dies, its items lapse one lease after the last extension,

@@ -64,8 +64,8 @@ import reactor.core.scheduler.Schedulers;
  * running when its lease ends is cancelled and its slot freed (the item has lapsed and belongs to
  * whoever reclaims it). A handler failing with {@link SnoozeException} has its item snoozed.
  *
- * <p><b>Long handlers.</b> With {@link WorkerOptions#maxRunTime()}, a look every quarter lease
- * extends, in one call, the leases of the running handlers past half their lease; an extended run
+ * <p><b>Long handlers.</b> With {@link WorkerOptions#maxRunTime()}, a look every sixth of a lease
+ * extends, in one call, the leases of the running handlers with a third of their lease gone; an extended run
  * has a lease end of its own, one lease after the extension's answer. A run whose extension is
  * refused (its lease was no longer this worker's) is cancelled and its outcome ignored; a run
  * reaching the maximum is cancelled and its item released. Only JVM-fatal errors ({@link Throwables#isJvmFatal}) end the stream, with that error.
@@ -187,8 +187,6 @@ public final class Worker<K> {
         private final @Nullable Duration maxRunTime = options.maxRunTime().orElse(null);
         /** The next look for leases to extend, while handlers run and leases are kept alive. */
         private @Nullable Disposable keeperTick;
-        /** An extension is in flight: the next waits for it, so one statement at a time per worker. */
-        private boolean extending;
 
         Loop(FluxSink<Item<K>> sink, Scheduler handlers, boolean ownsPool) {
             super(queue.name(), sink, Backoff.MIN, Backoff.MAX, options.lease(), timer);
@@ -508,37 +506,42 @@ public final class Worker<K> {
             }
         }
 
-        /** The period of the look for leases to extend: a quarter lease, so each is extended in time. */
+        /**
+         * The period of the look for leases to extend: a sixth of the lease, so that a lease due
+         * for extension (a third of it gone) gets its first try with at least half of it left.
+         */
         private void scheduleKeeper() {
-            Duration period = options.lease().dividedBy(4);
+            Duration period = options.lease().dividedBy(6);
             keeperTick = Mono.delay(period.compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : period, timer)
                     .subscribe(ignored -> signal(this::keepLeases));
         }
 
         /**
-         * Extends, in one statement, the leases of every running handler past half its lease, and
-         * looks again a quarter lease later while handlers run.
+         * Extends, in one call, the leases of every running handler with a third of its lease gone
+         * and no extension in flight, and looks again a sixth of a lease later while handlers run.
+         * Calls of one worker, and of every worker of the instance, share statements through the
+         * queue's group commit.
          */
         private void keepLeases() {
             keeperTick = null;
             if (running.isEmpty()) {
                 return;
             }
-            if (!extending) {
-                long now = timer.now(TimeUnit.NANOSECONDS);
-                long half = options.lease().toNanos() / 2;
-                List<Run> due = running.stream().filter(run -> run.leaseEndsNanos - now <= half).toList();
-                if (!due.isEmpty()) {
-                    extending = true;
-                    queue.extend(options.lease(), due.stream().map(run -> run.item).toList()).subscribe(
-                            extended -> signal(() -> extended(due, extended)),
-                            error -> signal(() -> {
-                                extending = false;
-                                log.warn("extending the leases of {} running handlers on queue {} failed; trying again"
-                                        + " at the next look, and each is cancelled if its lease ends first",
-                                        due.size(), name, error);
-                            }));
-                }
+            long now = timer.now(TimeUnit.NANOSECONDS);
+            long twoThirds = options.lease().toNanos() / 3 * 2;
+            List<Run> due = running.stream()
+                    .filter(run -> !run.extending && run.leaseEndsNanos - now <= twoThirds)
+                    .toList();
+            if (!due.isEmpty()) {
+                due.forEach(run -> run.extending = true);
+                queue.extend(options.lease(), due.stream().map(run -> run.item).toList()).subscribe(
+                        extended -> signal(() -> extended(due, extended)),
+                        error -> signal(() -> {
+                            due.forEach(run -> run.extending = false);
+                            log.warn("extending the leases of {} running handlers on queue {} failed; trying again"
+                                    + " at the next look, and each is cancelled if its lease ends first",
+                                    due.size(), name, error);
+                        }));
             }
             scheduleKeeper();
         }
@@ -549,9 +552,9 @@ public final class Worker<K> {
          * would complete discarded (counted by the queue as a refused extension).
          */
         private void extended(List<Run> due, Set<K> extended) {
-            extending = false;
             long now = timer.now(TimeUnit.NANOSECONDS);
             for (Run run : due) {
+                run.extending = false;
                 if (!running.contains(run)) {
                     continue;
                 }
@@ -627,6 +630,8 @@ public final class Worker<K> {
             @Nullable Disposable leaseEnd;
             /** With maxRunTime: the end of the run's maximum run time. */
             @Nullable Disposable overrun;
+            /** With maxRunTime: an extension of this run's lease is in flight. */
+            boolean extending;
 
             Run(Item<K> item, Batch batch) {
                 this.item = item;

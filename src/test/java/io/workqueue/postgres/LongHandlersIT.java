@@ -36,7 +36,7 @@ import reactor.core.publisher.Sinks;
 @ExtendWith(ExpectedLogs.class)
 class LongHandlersIT {
     private static final Duration WAIT = Duration.ofSeconds(20);
-    private static final Duration SHORT_LEASE = Duration.ofMillis(400);
+    private static final Duration SHORT_LEASE = Duration.ofMillis(600);
     private static String prefix;
 
     @BeforeAll
@@ -162,8 +162,11 @@ class LongHandlersIT {
                 .build();
         int n = 40;
         queue.enqueueKeys(IntStream.range(0, n).mapToObj(i -> "k" + i).toList()).block(WAIT);
-        List<Item<String>> done = queue.process(item -> Mono.delay(SHORT_LEASE.multipliedBy(4)),
-                        options().concurrency(n).claimBatch(n).maxRunTime(Duration.ofMinutes(1)).build())
+        // A lease of a second: forty handlers' extensions share statements with room to spare on a
+        // busy machine, and each handler runs three leases.
+        Duration lease = Duration.ofSeconds(1);
+        List<Item<String>> done = queue.process(item -> Mono.delay(lease.multipliedBy(3)),
+                        options().lease(lease).concurrency(n).claimBatch(n).maxRunTime(Duration.ofMinutes(1)).build())
                 .take(n)
                 .collectList()
                 .block(WAIT);
