@@ -97,6 +97,7 @@ public final class ObservationCost {
         Variant child = null;
         int childRound = 0;
         Path childResult = null;
+        Path reportFrom = null;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--n" -> n = Integer.parseInt(args[i + 1]);
@@ -108,12 +109,17 @@ public final class ObservationCost {
                 case "--child" -> child = Variant.of(args[i + 1]);
                 case "--round" -> childRound = Integer.parseInt(args[i + 1]);
                 case "--result" -> childResult = Path.of(args[i + 1]);
+                // Writes the report again from an earlier run's results.json (into --out), measuring nothing.
+                case "--report-from" -> reportFrom = Path.of(args[i + 1]);
                 default -> throw new IllegalArgumentException("usage: ObservationCost [--n N] [--rounds R]"
-                        + " [--drain-seconds S] [--cells 4x100,16x10] [--out DIR]; got " + args[i]);
+                        + " [--drain-seconds S] [--cells 4x100,16x10] [--out DIR] [--report-from results.json]; got "
+                        + args[i]);
             }
         }
         if (child != null) {
             drainOnce(child, childRound, n, capSeconds, cells, childResult);
+        } else if (reportFrom != null) {
+            rerender(reportFrom, out);
         } else {
             compare(args, n, rounds, capSeconds, cells, repo, out);
         }
@@ -213,6 +219,21 @@ public final class ObservationCost {
         report(command.trim(), machine, n, rounds, capSeconds, cells, baselineRev, rows, out);
     }
 
+    /** The report of an earlier run, from its results.json. */
+    private static void rerender(Path resultsJson, Path out) throws IOException {
+        Map<String, Object> results = JSON.readValue(resultsJson.toFile(), new TypeReference<Map<String, Object>>() {});
+        @SuppressWarnings("unchecked")
+        Map<String, Object> machine = (Map<String, Object>) results.get("machine");
+        @SuppressWarnings("unchecked")
+        List<Map<String, Object>> rows = (List<Map<String, Object>>) results.get("runs");
+        List<Cell> cells = rows.stream().map(r -> new Cell((int) number(r, "workers"), (int) number(r, "batch")))
+                .distinct().toList();
+        String baseline = String.valueOf(machine.get("baseline"));
+        report((String) results.get("command"), machine, ((Number) results.get("n")).intValue(),
+                ((Number) results.get("rounds")).intValue(), ((Number) results.get("cap_seconds")).intValue(), cells,
+                baseline.contains(" ") ? baseline.substring(0, baseline.indexOf(' ')) : baseline, rows, out);
+    }
+
     private static void report(String command, Map<String, Object> machine, int n, int rounds, int capSeconds,
             List<Cell> cells, String baselineRev, List<Map<String, Object>> rows, Path out) throws IOException {
         StringBuilder md = new StringBuilder("# Observations: what they cost the drain\n\n");
@@ -264,6 +285,9 @@ public final class ObservationCost {
             summary.put(cell.toString(), entry);
             System.out.printf(Locale.ROOT, "%s: %s%n", cell, entry);
         }
+        md.append("\nRound by round: each variant's items/s over the baseline's in the same round (their JVMs ran within"
+                + " minutes of each other), the median over rounds and the range; then the client's"
+                + " CPU per item over the baseline's, median over rounds.\n\n").append(paired(rows, cells));
         md.append("\nCPU from /proc, as in the drain benchmark (medians): client = the variant's JVM, server = every"
                 + " postgres process.\n\n").append(cpu);
         md.append("\nEvery round (also in drain.csv and results.json):\n\n").append(each);
@@ -285,6 +309,39 @@ public final class ObservationCost {
         System.out.println();
         System.out.println(md);
         System.out.println("Results in " + out);
+    }
+
+    /**
+     * Ratios of each variant to the baseline within a round, summarised over rounds: on a shared
+     * machine the load shifts between rounds far more than within one, so a round's own ratio
+     * cancels much of it.
+     */
+    private static String paired(List<Map<String, Object>> rows, List<Cell> cells) {
+        StringBuilder out = new StringBuilder("| cell | none ÷ baseline | NOOP ÷ baseline | meter ÷ baseline"
+                + " | client CPU/item none / NOOP / meter ÷ baseline |\n|---|---|---|---|---|\n");
+        for (Cell cell : cells) {
+            out.append("| ").append(cell);
+            List<String> cpu = new ArrayList<>();
+            for (Variant variant : List.of(Variant.NONE, Variant.NOOP, Variant.METER)) {
+                List<Double> rates = new ArrayList<>();
+                List<Double> cpus = new ArrayList<>();
+                for (Map<String, Object> row : rows(rows, cell, variant)) {
+                    rows(rows, cell, Variant.BASELINE).stream()
+                            .filter(base -> number(base, "round") == number(row, "round"))
+                            .findFirst()
+                            .ifPresent(base -> {
+                                rates.add(number(row, "items_per_s") / number(base, "items_per_s"));
+                                cpus.add(number(row, "client_cpu_us_per_item") / number(base, "client_cpu_us_per_item"));
+                            });
+                }
+                out.append(String.format(Locale.ROOT, " | %.2f× (%.2f–%.2f)", Percentiles.median(rates),
+                        rates.stream().mapToDouble(Double::doubleValue).min().orElse(Double.NaN),
+                        rates.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN)));
+                cpu.add(String.format(Locale.ROOT, "%.2f", Percentiles.median(cpus)));
+            }
+            out.append(" | ").append(String.join(" / ", cpu)).append(" |\n");
+        }
+        return out.toString();
     }
 
     private static List<Map<String, Object>> rows(List<Map<String, Object>> rows, Cell cell, Variant variant) {
