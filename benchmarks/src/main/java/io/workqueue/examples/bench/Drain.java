@@ -3,6 +3,7 @@ package io.workqueue.examples.bench;
 import io.r2dbc.pool.ConnectionPool;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
+import io.workqueue.WorkQueueBuilder;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkerOptions;
 import io.workqueue.migrations.WorkQueueMigrations;
@@ -13,6 +14,7 @@ import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 import io.r2dbc.spi.Connection;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -114,13 +116,24 @@ final class Drain {
     private final Pgbench pgbench;
     private final int n;
     private final int capSeconds;
+    private final UnaryOperator<WorkQueueBuilder<String>> queueOptions;
     private final String table = WorkQueueMigrations.tableName(Pgbench.PREFIX);
 
     Drain(Db db, Pgbench pgbench, int n, int capSeconds) {
+        this(db, pgbench, n, capSeconds, UnaryOperator.identity());
+    }
+
+    /**
+     * A drain whose library modes build their queue through {@code queueOptions} as well, so a
+     * benchmark can compare one builder setting against its absence (ObservationCost hands in an
+     * observation registry). The operator gets the builder after the config is set.
+     */
+    Drain(Db db, Pgbench pgbench, int n, int capSeconds, UnaryOperator<WorkQueueBuilder<String>> queueOptions) {
         this.db = db;
         this.pgbench = pgbench;
         this.n = n;
         this.capSeconds = capSeconds;
+        this.queueOptions = queueOptions;
         db.migrate(Pgbench.PREFIX);
     }
 
@@ -210,9 +223,9 @@ final class Drain {
         // The stream pipelines a claim with the previous batch's completion: two statements per worker.
         int poolSize = mode == Mode.STREAM || mode == Mode.STREAM_DELETE ? 2 * workers : workers + 1;
         ConnectionPool pool = db.pool(app, poolSize);
-        ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
+        ReactiveWorkQueue<String> queue = queueOptions.apply(ReactiveWorkQueue.builder(pool, String.class)
                 .config(WorkQueueConfig.builder(QUEUE).tablePrefix(Pgbench.PREFIX).maxClaimBatch(Math.max(500, batch))
-                        .deleteOnComplete(mode.deletes()).build())
+                        .deleteOnComplete(mode.deletes()).build()))
                 .build();
         long started = System.nanoTime();
         AtomicLong completed = new AtomicLong();

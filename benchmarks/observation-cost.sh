@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# What observations cost the drain: process() with the library as it was before observations
+# (built here from the git revision $BENCH_BASELINE_REV, default a32a8d3, the commit before they
+# merged), beside today's library with no observation registry, with ObservationRegistry.NOOP and
+# with a real registry feeding a meter handler, one JVM per variant and round, in one run. Results
+# go to docs/benchmarks/observations/.
+#
+#   benchmarks/observation-cost.sh                      # cells 4x100,16x10, 5 rounds, 100,000 keys per run, 12 s cap
+#   benchmarks/observation-cost.sh --rounds 1 --n 20000 --cells 4x100 --out /tmp/oc
+#
+# Uses the local PostgreSQL ($PGHOST:$PGPORT, default 127.0.0.1:5432, user postgres, trust) and the
+# database $BENCH_DATABASE (default "bench"; created if missing), whose queue tables it drops first.
+# Maven options (a private -Dmaven.repo.local, say) reach both builds through MAVEN_OPTS.
+# Never run by `mvn verify`.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$repo"
+export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
+database="${BENCH_DATABASE:-bench}"
+if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$database'")" != "1" ]; then
+    createdb "$database"
+fi
+# shellcheck source=classpath.sh
+source benchmarks/classpath.sh
+
+# The baseline: the library's own sources at that revision, exported (not checked out, so this
+# checkout and its worktrees are left alone) and packaged once; later runs reuse the jar.
+baseline_rev="$(git rev-parse --short "${BENCH_BASELINE_REV:-a32a8d3}")"
+baseline_dir="${TMPDIR:-/tmp}/reactive-workqueue-baseline-$baseline_rev"
+if ! ls "$baseline_dir"/target/reactive-workqueue-*.jar >/dev/null 2>&1; then
+    echo "building the baseline library at $baseline_rev in $baseline_dir..." >&2
+    rm -rf "$baseline_dir"
+    mkdir -p "$baseline_dir"
+    git archive "$baseline_rev" .mvn pom.xml src sql | tar -x -C "$baseline_dir"
+    (cd "$baseline_dir" && mvn -B -q -DskipTests package)
+fi
+baseline_jar="$(ls "$baseline_dir"/target/reactive-workqueue-*.jar | grep -v -e sources -e javadoc | head -n 1)"
+
+# The parent only starts the JVMs that drain and reads what they write: a small heap is enough.
+# shellcheck disable=SC2086
+exec java -Xmx256m -Djava.awt.headless=true -Dbench.repo="$repo" -Dbench.database="$database" \
+    -Dbench.library.jar="$library_jar" -Dbench.baseline.jar="$baseline_jar" -Dbench.baseline.rev="$baseline_rev" \
+    ${BENCH_JAVA_OPTS:-} -cp "$classpath" io.workqueue.examples.bench.ObservationCost "$@"
