@@ -187,6 +187,11 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     }
 
     @Override
+    public boolean timesItems() {
+        return true;
+    }
+
+    @Override
     public void extended(long count, long refused) {
         extensions.increment(count);
         extensionsRefused.increment(refused);
@@ -234,17 +239,20 @@ public final class MicrometerQueueMetrics implements QueueMetrics {
     }
 
     @Override
-    public void claimLags(@Nullable Long[] waitedMicros) {
+    public void claimLags(@Nullable Long @Nullable [] waitedMicros) {
         recordMicros(claimLag, waitedMicros);
     }
 
     @Override
-    public void heldUntilCompletion(@Nullable Long[] heldMicros) {
+    public void heldUntilCompletion(@Nullable Long @Nullable [] heldMicros) {
         recordMicros(claimToCompletion, heldMicros);
     }
 
     /** Records each span; a negative one (the database clock stepped back) as zero. */
-    private static void recordMicros(Timer timer, @Nullable Long[] micros) {
+    private static void recordMicros(Timer timer, @Nullable Long @Nullable [] micros) {
+        if (micros == null) {
+            return; // nothing claimed, or nothing completed
+        }
         for (Long span : micros) {
             if (span != null) {
                 timer.record(Math.max(span, 0L), TimeUnit.MICROSECONDS);

@@ -44,6 +44,14 @@ public interface QueueMetrics {
     /** {@code count} items released. */
     default void released(long count) {}
 
+    /**
+     * Whether {@link #claimLags} and {@link #heldUntilCompletion} record anything: when not, the
+     * queue skips decoding the per-item arrays a claim returns for them.
+     */
+    default boolean timesItems() {
+        return false;
+    }
+
     /** Leases extended, and those an extension named that were no longer the caller's. */
     default void extended(long count, long refused) {}
 
@@ -82,8 +90,8 @@ public interface QueueMetrics {
      * A claim leased items that had waited {@code waitedMicros} each (null elements are skipped)
      * since they became claimable.
      */
-    default void claimLags(@Nullable Long[] waitedMicros) {}
+    default void claimLags(@Nullable Long @Nullable [] waitedMicros) {}
 
     /** Items were completed {@code heldMicros} each (null elements are skipped) after their claims. */
-    default void heldUntilCompletion(@Nullable Long[] heldMicros) {}
+    default void heldUntilCompletion(@Nullable Long @Nullable [] heldMicros) {}
 }

@@ -162,9 +162,8 @@ final class KeyWriters {
                             long count = longValue(row.get("completed", Long.class));
                             String[] some = row.get("completed_keys", String[].class);
                             metrics.requeuedDuringLease(longValue(row.get("rearmed", Long.class)));
-                            Long[] held = row.get("completed_held_us", Long[].class);
-                            if (held != null) {
-                                metrics.heldUntilCompletion(held);
+                            if (metrics.timesItems()) {
+                                metrics.heldUntilCompletion(row.get("completed_held_us", Long[].class));
                             }
                             // Null: every key named was completed (MergedKeys checks it against the count).
                             return MergedKeys.credit(callers, count, some == null ? null : new HashSet<>(Arrays.asList(some)));
