@@ -78,7 +78,9 @@ class NoConnectionSlotFaultIT {
         String prefix = server.createTable();
         role = "wq_slots_" + prefix;
         server.query("CREATE ROLE " + role + " LOGIN");
-        server.query("GRANT SELECT, INSERT, UPDATE, DELETE ON " + WorkQueueMigrations.tableName(prefix) + " TO " + role);
+        // Both tables, as every role a queue uses needs: claims read the queues table (a pause).
+        server.query("GRANT SELECT, INSERT, UPDATE, DELETE ON " + WorkQueueMigrations.tableName(prefix) + ", "
+                + io.workqueue.internal.base.TableNames.queues(prefix) + " TO " + role);
         ConnectionFactoryOptions asRole = ConnectionFactoryOptions.parse(server.url()).mutate()
                 .option(ConnectionFactoryOptions.USER, role).build();
         RefusalCounter workersFactory = new RefusalCounter(ConnectionFactories.get(asRole));
