@@ -301,9 +301,13 @@ class ConsoleBrowserIT {
         assertThat(pause.getText()).isEqualTo("Really pause?");
         pause.click();
         await().atMost(WAIT).until(() -> driver.findElement(By.id("message")).getText().startsWith("Paused"));
-        loaded("queues");
-        assertThat(cell(tiles.name(), 7)).contains("paused");
         assertThat(tiles.stats().block(WAIT).paused()).isTrue();
+        // The list follows the stats read in the background, at most stats-max-age behind.
+        await().atMost(WAIT).until(() -> {
+            reload();
+            loaded("queues");
+            return cell(tiles.name(), 7).contains("paused");
+        });
 
         TileKey waiting = new TileKey("paused", 7, 7);
         tiles.enqueueKeys(waiting).block(WAIT);
@@ -320,7 +324,11 @@ class ConsoleBrowserIT {
         resume.click();
         await().atMost(WAIT).until(() -> driver.findElement(By.id("message")).getText().startsWith("Resumed"));
         await().atMost(WAIT).until(() -> completed(stored));
-        assertThat(cell(tiles.name(), 7)).doesNotContain("paused");
+        await().atMost(WAIT).until(() -> {
+            reload();
+            loaded("queues");
+            return !cell(tiles.name(), 7).contains("paused");
+        });
     }
 
     /** The pause or resume button of the queue list's row for {@code queue}. */
