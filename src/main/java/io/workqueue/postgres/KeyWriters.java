@@ -96,15 +96,10 @@ final class KeyWriters {
             }
         }
         int asked = named;
-        return database.withRetries(database.inConnection(connection -> Flux.from(sql.extendKeys.on(connection)
-                                .bind("queue", config.name())
-                                .bind("keys", keys.toArray(String[]::new))
-                                .bind("attempts", attempts.toArray(Integer[]::new))
-                                .bind("claimed_us", claimed.toArray(Long[]::new))
-                                .bind("leases", leases.toArray(Long[]::new))
-                                .execute())
-                        .concatMap(result -> result.map((row, meta) -> row.get("item_key", String.class)))
-                        .collect(Collectors.toSet())))
+        return writeReturningKeys(keys.toArray(String[]::new), sql.extendKeys, statement -> statement
+                        .bind("attempts", attempts.toArray(Integer[]::new))
+                        .bind("claimed_us", claimed.toArray(Long[]::new))
+                        .bind("leases", leases.toArray(Long[]::new)))
                 .map(extended -> {
                     List<Set<String>> perCaller = new ArrayList<>(callers.size());
                     long credited = 0;
@@ -128,18 +123,10 @@ final class KeyWriters {
      * after {@code held.micros()}; emits the keys snoozed.
      */
     Mono<Set<String>> snooze(Held held) {
-        if (held.keys().length == 0) {
-            return Mono.just(Set.of());
-        }
-        return database.withRetries(database.inConnection(connection -> Flux.from(sql.snoozeKeys.on(connection)
-                                .bind("queue", config.name())
-                                .bind("keys", held.keys())
-                                .bind("attempts", held.attempts())
-                                .bind("claimed_us", held.claimedMicros())
-                                .bind("delay", held.micros())
-                                .execute())
-                        .concatMap(result -> result.map((row, meta) -> row.get("item_key", String.class)))
-                        .collect(Collectors.toSet())))
+        return writeReturningKeys(held.keys(), sql.snoozeKeys, statement -> statement
+                        .bind("attempts", held.attempts())
+                        .bind("claimed_us", held.claimedMicros())
+                        .bind("delay", held.micros()))
                 .doOnNext(snoozed -> metrics.snoozed(snoozed.size()));
     }
 
@@ -214,6 +201,21 @@ final class KeyWriters {
         }
         return database.withRetries(database.inConnection(connection -> Database.rowsUpdated(bindRest.apply(
                 statement.on(connection).bind("queue", config.name()).bind("keys", encoded)))));
+    }
+
+    /**
+     * {@link #write}, for a writer that returns the keys it changed ({@code RETURNING q.item_key}):
+     * emits them.
+     */
+    private Mono<Set<String>> writeReturningKeys(String[] encoded, SqlStatement statement,
+            UnaryOperator<SqlStatement.Bound> bindRest) {
+        if (encoded.length == 0) {
+            return Mono.just(Set.of());
+        }
+        return database.withRetries(database.inConnection(connection -> Flux.from(bindRest.apply(
+                                statement.on(connection).bind("queue", config.name()).bind("keys", encoded)).execute())
+                        .concatMap(result -> result.map((row, meta) -> row.get("item_key", String.class)))
+                        .collect(Collectors.toSet())));
     }
 
     /** A cause as a last error: its message (or type), bounded, without NUL. */

@@ -326,9 +326,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Mono.defer(() -> {
             Durations.requireLease(lease);
             requireAtMostMax("lease", lease);
-            Held<K> held = held(items);
-            return writers.extend(new KeyWriters.Held(held.keys(), held.attempts(), held.claimedMicros(),
-                    Durations.micros(lease))).map(held::decoded);
+            Claims<K> claims = claims(items, Durations.micros(lease));
+            return writers.extend(claims.held()).map(claims::decoded);
         });
     }
 
@@ -337,9 +336,8 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return Mono.defer(() -> {
             Durations.requireNotNegative("delay", delay);
             requireAtMostMax("delay", delay);
-            Held<K> held = held(items);
-            return writers.snooze(new KeyWriters.Held(held.keys(), held.attempts(), held.claimedMicros(),
-                    Durations.micros(delay))).map(held::decoded);
+            Claims<K> claims = claims(items, Durations.micros(delay));
+            return writers.snooze(claims.held()).map(claims::decoded);
         });
     }
 
@@ -351,45 +349,43 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
     }
 
     /**
-     * The claims {@code items} carry, encoded: each key as stored, with the attempts and the
-     * claimed_at of the claim that handed it out; an item named twice counts once.
+     * The claims {@code items} carry, encoded for the writers: each key as stored, with the attempts
+     * and the claimed_at of the claim that handed it out, and {@code micros} (a lease or a delay);
+     * an item named twice counts once.
      */
-    private Held<K> held(Collection<Item<K>> items) {
+    private Claims<K> claims(Collection<Item<K>> items, long micros) {
         Objects.requireNonNull(items, "items");
-        Map<String, K> byStored = new LinkedHashMap<>();
-        Map<String, Item<K>> claims = new LinkedHashMap<>();
+        Map<String, Item<K>> byStored = new LinkedHashMap<>();
         for (Item<K> item : items) {
             Objects.requireNonNull(item, "item");
             if (item.claimedAt().isEmpty()) {
                 throw new IllegalArgumentException("item " + item + " carries no claim (Item.claimedAt() is empty):"
                         + " only items a claim handed out can be extended or snoozed");
             }
-            String stored = KeyVetting.encode(codec, item.key());
-            Item<K> other = claims.putIfAbsent(stored, item);
+            Item<K> other = byStored.putIfAbsent(KeyVetting.encode(codec, item.key()), item);
             if (other != null && !(other.attempts() == item.attempts() && other.claimedAt().equals(item.claimedAt()))) {
                 throw new IllegalArgumentException("key " + item.key() + " is named by two different claims");
             }
-            byStored.put(stored, item.key());
         }
         String[] keys = byStored.keySet().toArray(String[]::new);
         Integer[] attempts = new Integer[keys.length];
         Long[] claimed = new Long[keys.length];
         for (int i = 0; i < keys.length; i++) {
-            Item<K> item = Objects.requireNonNull(claims.get(keys[i]));
+            Item<K> item = Objects.requireNonNull(byStored.get(keys[i]));
             attempts[i] = item.attempts();
             claimed[i] = ChronoUnit.MICROS.between(Instant.EPOCH, item.claimedAt().orElseThrow());
         }
-        return new Held<>(keys, attempts, claimed, byStored);
+        return new Claims<>(new KeyWriters.Held(keys, attempts, claimed, micros), byStored);
     }
 
-    /** Encoded claims, and the key each stored key stands for. */
-    private record Held<K>(String[] keys, Integer[] attempts, Long[] claimedMicros, Map<String, K> byStored) {
+    /** Encoded claims for the writers, and the item each stored key stands for. */
+    private record Claims<K>(KeyWriters.Held held, Map<String, Item<K>> byStored) {
         /** The caller's keys among {@code stored}, in the order the caller named them. */
         Set<K> decoded(Set<String> stored) {
             Set<K> keys = new LinkedHashSet<>();
-            byStored.forEach((key, decoded) -> {
+            byStored.forEach((key, item) -> {
                 if (stored.contains(key)) {
-                    keys.add(decoded);
+                    keys.add(item.key());
                 }
             });
             return Collections.unmodifiableSet(keys);

@@ -6,7 +6,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -26,19 +25,6 @@ public final class HandlerThreads {
     private static final Drain.Mode POOL = Drain.Mode.PROCESS;
     private static final Drain.Mode DRIVER = Drain.Mode.PROCESS_DRIVER;
 
-    /** One cell of the grid: W workers, each with B handlers and claims of B. */
-    private record Cell(int workers, int batch) {
-        static Cell parse(String text) {
-            String[] parts = text.trim().split("x");
-            return new Cell(Integer.parseInt(parts[0]), Integer.parseInt(parts[1]));
-        }
-
-        @Override
-        public String toString() {
-            return "W=" + workers + " B=" + batch;
-        }
-    }
-
     private HandlerThreads() {}
 
     public static void main(String[] args) throws Exception {
@@ -55,7 +41,7 @@ public final class HandlerThreads {
         int n = 200_000;
         int rounds = 5;
         int capSeconds = 6;
-        List<Cell> cells = List.of(new Cell(4, 100), new Cell(16, 10), new Cell(4, 1));
+        List<DrainCell> cells = List.of(new DrainCell(4, 100), new DrainCell(16, 10), new DrainCell(4, 1));
         Path repo = Path.of(System.getProperty("bench.repo", ".")).toAbsolutePath().normalize();
         Path out = repo.resolve("docs/benchmarks/handler-scheduler");
         for (int i = 0; i + 1 < args.length; i += 2) {
@@ -63,7 +49,7 @@ public final class HandlerThreads {
                 case "--n" -> n = Integer.parseInt(args[i + 1]);
                 case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
                 case "--drain-seconds" -> capSeconds = Integer.parseInt(args[i + 1]);
-                case "--cells" -> cells = Arrays.stream(args[i + 1].split(",")).map(Cell::parse).toList();
+                case "--cells" -> cells = DrainCell.parseAll(args[i + 1]);
                 case "--out" -> out = Path.of(args[i + 1]);
                 default -> throw new IllegalArgumentException("usage: HandlerThreads [--n N] [--rounds R]"
                         + " [--drain-seconds S] [--cells 4x100,16x10,4x1] [--out DIR]; got " + args[i]);
@@ -79,7 +65,7 @@ public final class HandlerThreads {
         Drain drain = new Drain(db, new Pgbench(db), n, capSeconds);
         drain.warmUp(2, List.of(POOL, DRIVER));
         List<Drain.Run> runs = new ArrayList<>();
-        for (Cell cell : cells) {
+        for (DrainCell cell : cells) {
             for (int round = 1; round <= rounds; round++) {
                 // Swap which goes first each round, so drift in the machine's load falls on both.
                 List<Drain.Mode> order = round % 2 == 1 ? List.of(POOL, DRIVER) : List.of(DRIVER, POOL);
@@ -125,7 +111,7 @@ public final class HandlerThreads {
         md.append("| cell | worker's pool items/s | driver's threads items/s | pool ÷ driver | client CPU µs/item pool / driver"
                 + " | server CPU µs/item pool / driver | rounds (pool; driver) |\n|---|---|---|---|---|---|---|\n");
         Map<String, Object> summary = new LinkedHashMap<>();
-        for (Cell cell : cells) {
+        for (DrainCell cell : cells) {
             List<Drain.Run> pool = runs.stream().filter(r -> r.mode() == POOL && matches(r, cell)).toList();
             List<Drain.Run> driver = runs.stream().filter(r -> r.mode() == DRIVER && matches(r, cell)).toList();
             double poolRate = Percentiles.median(pool.stream().map(Drain.Run::itemsPerSecond).toList());
@@ -165,7 +151,7 @@ public final class HandlerThreads {
         System.out.println("Results in " + out);
     }
 
-    private static boolean matches(Drain.Run run, Cell cell) {
+    private static boolean matches(Drain.Run run, DrainCell cell) {
         return run.workers() == cell.workers() && run.batch() == cell.batch();
     }
 

@@ -58,23 +58,6 @@ public final class ObservationCost {
         }
     }
 
-    /** One cell of the grid: W workers, each with B handlers and claims of B. */
-    private record Cell(int workers, int batch) {
-        static Cell parse(String text) {
-            String[] parts = text.trim().split("x");
-            return new Cell(Integer.parseInt(parts[0]), Integer.parseInt(parts[1]));
-        }
-
-        String arg() {
-            return workers + "x" + batch;
-        }
-
-        @Override
-        public String toString() {
-            return "W=" + workers + " B=" + batch;
-        }
-    }
-
     private ObservationCost() {}
 
     public static void main(String[] args) throws Exception {
@@ -91,7 +74,7 @@ public final class ObservationCost {
         int n = 100_000;
         int rounds = 5;
         int capSeconds = 12;
-        List<Cell> cells = List.of(new Cell(4, 100), new Cell(16, 10));
+        List<DrainCell> cells = List.of(new DrainCell(4, 100), new DrainCell(16, 10));
         Path repo = Path.of(System.getProperty("bench.repo", ".")).toAbsolutePath().normalize();
         Path out = repo.resolve("docs/benchmarks/observations");
         Variant child = null;
@@ -103,7 +86,7 @@ public final class ObservationCost {
                 case "--n" -> n = Integer.parseInt(args[i + 1]);
                 case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
                 case "--drain-seconds" -> capSeconds = Integer.parseInt(args[i + 1]);
-                case "--cells" -> cells = Arrays.stream(args[i + 1].split(",")).map(Cell::parse).toList();
+                case "--cells" -> cells = DrainCell.parseAll(args[i + 1]);
                 case "--out" -> out = Path.of(args[i + 1]);
                 // The parent's arguments to the JVMs it starts.
                 case "--child" -> child = Variant.of(args[i + 1]);
@@ -126,13 +109,13 @@ public final class ObservationCost {
     }
 
     /** A child JVM: warm up, drain each cell once with {@code variant}'s queues, write the rows. */
-    private static void drainOnce(Variant variant, int round, int n, int capSeconds, List<Cell> cells, Path result)
+    private static void drainOnce(Variant variant, int round, int n, int capSeconds, List<DrainCell> cells, Path result)
             throws IOException {
         Db db = Db.fromEnvironment(System.getProperty("bench.database", "bench"));
         Drain drain = new Drain(db, new Pgbench(db), n, capSeconds, queueOptions(variant));
         drain.warmUp(2, List.of(Drain.Mode.PROCESS));
         List<Map<String, Object>> rows = new ArrayList<>();
-        for (Cell cell : cells) {
+        for (DrainCell cell : cells) {
             String load = Machine.loadAverage();
             Drain.Run run = drain.run(Drain.Mode.PROCESS, cell.workers(), cell.batch(), round);
             Map<String, Object> row = new LinkedHashMap<>();
@@ -170,7 +153,7 @@ public final class ObservationCost {
     }
 
     /** The parent: start one JVM per (variant, round), then write the report. */
-    private static void compare(String[] args, int n, int rounds, int capSeconds, List<Cell> cells, Path repo, Path out)
+    private static void compare(String[] args, int n, int rounds, int capSeconds, List<DrainCell> cells, Path repo, Path out)
             throws Exception {
         String libraryJar = required("bench.library.jar");
         String baselineJar = required("bench.baseline.jar");
@@ -191,7 +174,7 @@ public final class ObservationCost {
         machine.forEach((k, v) -> System.out.println("  " + k + ": " + v));
 
         Path scratch = Files.createTempDirectory("observation-cost");
-        String cellArg = String.join(",", cells.stream().map(Cell::arg).toList());
+        String cellArg = String.join(",", cells.stream().map(DrainCell::arg).toList());
         List<Map<String, Object>> rows = new ArrayList<>();
         List<Variant> forward = List.of(Variant.values());
         List<Variant> backward = new ArrayList<>(forward);
@@ -226,7 +209,7 @@ public final class ObservationCost {
         Map<String, Object> machine = (Map<String, Object>) results.get("machine");
         @SuppressWarnings("unchecked")
         List<Map<String, Object>> rows = (List<Map<String, Object>>) results.get("runs");
-        List<Cell> cells = rows.stream().map(r -> new Cell((int) number(r, "workers"), (int) number(r, "batch")))
+        List<DrainCell> cells = rows.stream().map(r -> new DrainCell((int) number(r, "workers"), (int) number(r, "batch")))
                 .distinct().toList();
         String baseline = String.valueOf(machine.get("baseline"));
         report((String) results.get("command"), machine, ((Number) results.get("n")).intValue(),
@@ -235,7 +218,7 @@ public final class ObservationCost {
     }
 
     private static void report(String command, Map<String, Object> machine, int n, int rounds, int capSeconds,
-            List<Cell> cells, String baselineRev, List<Map<String, Object>> rows, Path out) throws IOException {
+            List<DrainCell> cells, String baselineRev, List<Map<String, Object>> rows, Path out) throws IOException {
         StringBuilder md = new StringBuilder("# Observations: what they cost the drain\n\n");
         md.append(String.format(Locale.ROOT, "Generated by `%s` on %s (load average at start %s, at end %s; git %s%s)."
                         + " Per cell, round and variant: %,d keys preloaded into a fresh table, drained by W `process()`"
@@ -259,7 +242,7 @@ public final class ObservationCost {
         StringBuilder each = new StringBuilder("| cell | variant | items/s by round | load average at each run's start |\n"
                 + "|---|---|---|---|\n");
         Map<String, Object> summary = new LinkedHashMap<>();
-        for (Cell cell : cells) {
+        for (DrainCell cell : cells) {
             Map<Variant, Double> rate = new LinkedHashMap<>();
             for (Variant variant : Variant.values()) {
                 List<Map<String, Object>> mine = rows(rows, cell, variant);
@@ -316,10 +299,10 @@ public final class ObservationCost {
      * machine the load shifts between rounds far more than within one, so a round's own ratio
      * cancels much of it.
      */
-    private static String paired(List<Map<String, Object>> rows, List<Cell> cells) {
+    private static String paired(List<Map<String, Object>> rows, List<DrainCell> cells) {
         StringBuilder out = new StringBuilder("| cell | none ÷ baseline | NOOP ÷ baseline | meter ÷ baseline"
                 + " | client CPU/item none / NOOP / meter ÷ baseline |\n|---|---|---|---|---|\n");
-        for (Cell cell : cells) {
+        for (DrainCell cell : cells) {
             out.append("| ").append(cell);
             List<String> cpu = new ArrayList<>();
             for (Variant variant : List.of(Variant.NONE, Variant.NOOP, Variant.METER)) {
@@ -344,7 +327,7 @@ public final class ObservationCost {
         return out.toString();
     }
 
-    private static List<Map<String, Object>> rows(List<Map<String, Object>> rows, Cell cell, Variant variant) {
+    private static List<Map<String, Object>> rows(List<Map<String, Object>> rows, DrainCell cell, Variant variant) {
         return rows.stream().filter(r -> variant.id.equals(r.get("variant")) && number(r, "workers") == cell.workers()
                 && number(r, "batch") == cell.batch()).toList();
     }
@@ -353,7 +336,7 @@ public final class ObservationCost {
         return Percentiles.median(rows.stream().map(r -> number(r, field)).toList());
     }
 
-    private static String cpuMedians(List<Map<String, Object>> rows, Cell cell, String field) {
+    private static String cpuMedians(List<Map<String, Object>> rows, DrainCell cell, String field) {
         return String.join(" / ", Arrays.stream(Variant.values())
                 .map(v -> String.format(Locale.ROOT, "%.1f", median(rows(rows, cell, v), field))).toList());
     }
