@@ -1278,6 +1278,23 @@ SET LOCAL lock_timeout = '100ms'; SET LOCAL statement_timeout = 0;
 -- JIT (46-63 ms of it compiling), 49-68 ms without (docs/benchmarks/stats-history).
 SET LOCAL jit = off;
 
+-- schemaVersion
+--   $1 table text: a queue table's name, as a value (to_regclass resolves it)
+-- One row: whether the table ($1, as to_regclass resolves it on the search path) exists,
+-- and its comment, where WorkQueueMigrations records the schema version ("reactive-workqueue
+-- schema <n>"; the first release wrote none). Run by WorkQueueMigrations.version and, under
+-- schemaLock, by WorkQueueMigrations.apply.
+SELECT to_regclass($1::text) IS NOT NULL AS present,
+    obj_description(to_regclass($1::text), 'pg_class') AS comment;
+
+-- schemaLock
+--   $1 lock text: the name of an advisory lock
+-- Run first in WorkQueueMigrations.apply's transaction: serialises applies of one table's
+-- schema until that transaction ends, so services starting together may all apply it.
+-- Concurrent CREATE ... IF NOT EXISTS of one name otherwise races in the catalog and fails
+-- with a unique violation (23505).
+SELECT pg_advisory_xact_lock(hashtext($1::text));
+
 -- admin.queueNames
 --   (no parameters)
 -- The distinct queue names of the table, in order. A loose index scan of the primary key: one

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
+import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
 /**
@@ -56,6 +57,49 @@ public interface WorkQueueBackend {
             KeyCodec<K> codec, @Nullable Publisher<?> wakeups, Scheduler timer, @Nullable Object meterRegistry,
             @Nullable Object observationRegistry) {
         return queue(connectionFactory, config, codec, wakeups, timer, meterRegistry);
+    }
+
+    /**
+     * The backend the builders and {@link io.workqueue.migrations.WorkQueueMigrations} use: the
+     * first provider {@link java.util.ServiceLoader} finds beside the API, looked up once.
+     *
+     * @return the backend
+     * @throws IllegalStateException if none is on the class path (an incomplete jar)
+     */
+    static WorkQueueBackend installed() {
+        return Backends.BACKEND;
+    }
+
+    /**
+     * The schema version of the table of {@code tablePrefix}, as
+     * {@link io.workqueue.migrations.WorkQueueMigrations#version(ConnectionFactory, String)}
+     * describes it. The default, for backends without migrations, fails with
+     * {@code UnsupportedOperationException} at subscription.
+     *
+     * @param connectionFactory where to read the catalog
+     * @param tablePrefix       the valid table prefix
+     * @return a cold {@code Mono} of the version: 0 when there is no such table
+     */
+    default Mono<Integer> schemaVersion(ConnectionFactory connectionFactory, String tablePrefix) {
+        return Mono.error(() -> new UnsupportedOperationException(getClass().getName() + " has no migrations"));
+    }
+
+    /**
+     * Brings the table of {@code tablePrefix} to schema version {@code version} with
+     * {@code statements}, as {@link io.workqueue.migrations.WorkQueueMigrations#apply(ConnectionFactory, String)}
+     * describes it: in one transaction, serialised with every other apply of that table, and not
+     * at all when the table is at that version or later. Cancelling it stops its statement on the
+     * server. The default fails with {@code UnsupportedOperationException} at subscription.
+     *
+     * @param connectionFactory where to create the table
+     * @param tablePrefix       the valid table prefix
+     * @param statements        the DDL, in order, each idempotent
+     * @param version           the version the statements bring the table to
+     * @return a cold {@code Mono} that completes once the table is current
+     */
+    default Mono<Void> applySchema(ConnectionFactory connectionFactory, String tablePrefix, List<String> statements,
+            int version) {
+        return Mono.error(() -> new UnsupportedOperationException(getClass().getName() + " has no migrations"));
     }
 
     /**

@@ -1,8 +1,8 @@
 package io.workqueue.migrations;
 
-import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.workqueue.InvalidConfigException;
+import io.workqueue.WorkQueueBackend;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.internal.base.TableNames;
 import java.io.IOException;
@@ -12,7 +12,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -167,7 +166,8 @@ public final class WorkQueueMigrations {
      * comment).
      *
      * <p>Cold: subscribing runs one catalog read on one connection from the factory, closed
-     * however it ends (cancellation included); emits on the driver's thread. Errors: an invalid
+     * however it ends (cancelling it also cancels the read on the server); emits on the driver's
+     * thread. Errors: an invalid
      * prefix as {@link InvalidConfigException}, a {@code null} factory as
      * {@code NullPointerException}, and the connection's own failures.
      *
@@ -179,36 +179,10 @@ public final class WorkQueueMigrations {
     public static Mono<Integer> version(ConnectionFactory connectionFactory, String tablePrefix) {
         return Mono.defer(() -> {
             Objects.requireNonNull(connectionFactory, "connectionFactory");
-            String table = tableName(tablePrefix);
-            return Mono.usingWhen(connectionFactory.create(), connection -> version(connection, table),
-                    Connection::close);
+            validatePrefix(tablePrefix);
+            return WorkQueueBackend.installed().schemaVersion(connectionFactory, tablePrefix);
         });
     }
-
-    private static Mono<Integer> version(Connection connection, String table) {
-        return Flux.from(connection.createStatement(VERSION_QUERY).bind(0, table).execute())
-                .concatMap(result -> result.map((row, meta) -> {
-                    if (!Boolean.TRUE.equals(row.get(0, Boolean.class))) {
-                        return 0;
-                    }
-                    String comment = row.get(1, String.class);
-                    if (comment != null && comment.startsWith(VERSION_COMMENT)) {
-                        try {
-                            return Integer.parseInt(comment.substring(VERSION_COMMENT.length()).strip());
-                        } catch (NumberFormatException e) {
-                            return 1;
-                        }
-                    }
-                    return 1;
-                }))
-                .single();
-    }
-
-    /** Whether the table exists, and its comment; {@code to_regclass} follows the search path. */
-    private static final String VERSION_QUERY =
-            "SELECT to_regclass($1::text) IS NOT NULL, obj_description(to_regclass($1::text), 'pg_class')";
-    /** The comment that records the version, before the number. */
-    private static final String VERSION_COMMENT = "reactive-workqueue schema ";
 
     /**
      * Creates or upgrades the table of {@code config}'s {@link WorkQueueConfig#tablePrefix()}:
@@ -236,8 +210,10 @@ public final class WorkQueueMigrations {
      *
      * <p>Cold: nothing happens until subscription, and each subscription applies the schema
      * again (a no-op once it is current). Completes on the driver's thread once the transaction
-     * has committed; the connection is closed on completion, error and cancellation, and
-     * cancelling rolls the transaction back. Errors: an invalid prefix as
+     * has committed; the connection is closed on completion and error. Cancelling (a start-up
+     * timeout, say) cancels the statement in flight on the server and closes the connection, so
+     * no DDL is left waiting there for the table's lock, with the fleet's statements queued
+     * behind it; the transaction rolls back. Errors: an invalid prefix as
      * {@link InvalidConfigException}, a {@code null} factory as {@code NullPointerException}, and
      * the statements' own failures (the transaction is then rolled back).
      *
@@ -259,33 +235,8 @@ public final class WorkQueueMigrations {
         return Mono.defer(() -> {
             Objects.requireNonNull(connectionFactory, "connectionFactory");
             List<String> statements = statements(tablePrefix);
-            String lockName = "reactive-workqueue schema " + tableName(tablePrefix);
-            return Mono.usingWhen(
-                    connectionFactory.create(),
-                    connection -> Mono.usingWhen(
-                            Mono.from(connection.beginTransaction()).thenReturn(connection),
-                            tx -> Flux.from(connection.createStatement(SCHEMA_LOCK).bind(0, lockName).execute())
-                                    .concatMap(result -> result.map((row, meta) -> 1))
-                                    .then(version(connection, tableName(tablePrefix)))
-                                    // DDL on a table takes its lock even when IF NOT EXISTS finds
-                                    // nothing to do: at the current version, touch nothing.
-                                    .flatMapMany(version -> version >= SCHEMA_VERSION ? Flux.<Void>empty()
-                                            : Flux.fromIterable(statements).concatMap(sql -> execute(connection, sql)))
-                                    .then(),
-                            tx -> connection.commitTransaction(),
-                            (tx, error) -> connection.rollbackTransaction(),
-                            tx -> connection.rollbackTransaction()),
-                    Connection::close);
+            return WorkQueueBackend.installed().applySchema(connectionFactory, tablePrefix, statements, SCHEMA_VERSION);
         });
-    }
-
-    /** Serialises concurrent applies of one table's schema until their transaction ends. */
-    private static final String SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtext($1::text))";
-
-    private static Mono<Void> execute(Connection connection, String sql) {
-        return Flux.from(connection.createStatement(sql).execute())
-                .concatMap(result -> result.getRowsUpdated())
-                .then();
     }
 
     private static String load(String resource) {

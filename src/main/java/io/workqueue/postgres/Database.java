@@ -15,6 +15,7 @@ import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 import reactor.util.retry.Retry;
 
 /**
@@ -26,8 +27,8 @@ import reactor.util.retry.Retry;
  * on cancel (a subscriber leaving, a group commit's timeout) the statement in flight is cancelled
  * on the server and the connection closed rather than reused ({@link Connections#abandon}); after
  * an error saying it leads to a server that refuses writes it is discarded
- * ({@link Connections#discard}). Public for the migrations' package only: not exported by the
- * module. Thread-safe and immutable.
+ * ({@link Connections#discard}). The migrations reach it through the backend ({@link Schema}).
+ * Public, though no other package uses it; the module does not export it. Thread-safe and immutable.
  */
 public final class Database {
     private static final Logger log = LoggerFactory.getLogger(Database.class);
@@ -39,15 +40,18 @@ public final class Database {
     private final String tablePrefix;
     private final int writeAttempts;
     private final Runnable onRetry;
+    /** Whether a failure that says the table is older than this release is reported as such. */
+    private final boolean checksSchema;
 
     private Database(ConnectionFactory connectionFactory, Scheduler timer, String subject, String tablePrefix,
-            int writeAttempts, Runnable onRetry) {
+            int writeAttempts, Runnable onRetry, boolean checksSchema) {
         this.connectionFactory = connectionFactory;
         this.timer = timer;
         this.subject = subject;
         this.tablePrefix = tablePrefix;
         this.writeAttempts = writeAttempts;
         this.onRetry = onRetry;
+        this.checksSchema = checksSchema;
     }
 
     /**
@@ -59,7 +63,17 @@ public final class Database {
      */
     static Database of(ConnectionFactory connectionFactory, Scheduler timer, String subject, String tablePrefix,
             int writeAttempts, Runnable onRetry) {
-        return new Database(connectionFactory, timer, subject, tablePrefix, writeAttempts, onRetry);
+        return new Database(connectionFactory, timer, subject, tablePrefix, writeAttempts, onRetry, true);
+    }
+
+    /**
+     * The runner of the migrations' statements over the table of {@code tablePrefix}: no retries
+     * (DDL is not retried), and no "older than this release" message, since bringing the table up
+     * to date is what they do.
+     */
+    static Database forSchema(ConnectionFactory connectionFactory, String tablePrefix) {
+        return new Database(connectionFactory, Schedulers.parallel(), "table " + TableNames.table(tablePrefix),
+                tablePrefix, 1, () -> {}, false);
     }
 
     /**
@@ -129,6 +143,9 @@ public final class Database {
      * table (version 3) with 42P01: say what to do instead.
      */
     Throwable outdatedSchema(Throwable error) {
+        if (!checksSchema) {
+            return error;
+        }
         String state = SqlStates.sqlState(error);
         if (SqlStates.UNDEFINED_COLUMN.equals(state) || (SqlStates.UNDEFINED_TABLE.equals(state)
                 && String.valueOf(error.getMessage()).contains(TableNames.queues(tablePrefix)))) {

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
+import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
 /**
@@ -43,6 +44,17 @@ public final class PostgresBackend implements WorkQueueBackend {
                 ? QueueObservations.NONE
                 : MicrometerQueueObservations.forRegistry(observationRegistry, config.name());
         return PostgresWorkQueue.create(connectionFactory, config, codec, wakeups, timer, metrics, observations);
+    }
+
+    @Override
+    public Mono<Integer> schemaVersion(ConnectionFactory connectionFactory, String tablePrefix) {
+        return Schema.version(connectionFactory, tablePrefix);
+    }
+
+    @Override
+    public Mono<Void> applySchema(ConnectionFactory connectionFactory, String tablePrefix, List<String> statements,
+            int version) {
+        return Schema.apply(connectionFactory, tablePrefix, statements, version);
     }
 
     @Override

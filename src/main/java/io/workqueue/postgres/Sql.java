@@ -41,6 +41,8 @@ final class Sql {
     static final SqlStatement NOTIFIER_TICK = render("", "notifierTick");
     static final SqlStatement LOOK_SETTINGS = render("", "lookSettings");
     static final SqlStatement STATS_SETTINGS = render("", "statsSettings");
+    static final SqlStatement SCHEMA_VERSION = render("", "schemaVersion");
+    static final SqlStatement SCHEMA_LOCK = render("", "schemaLock");
 
     final String table;
     final String queuesTable;

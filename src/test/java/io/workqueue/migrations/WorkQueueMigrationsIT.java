@@ -12,6 +12,8 @@ import io.workqueue.InvalidConfigException;
 import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
+import io.workqueue.testing.Poll;
+import io.workqueue.testing.TableLock;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -106,6 +108,32 @@ class WorkQueueMigrationsIT {
                 .filter(count -> count == 0)
                 .repeatWhenEmpty(attempts -> attempts.delayElements(Duration.ofMillis(20)))
                 .block(Duration.ofSeconds(10));
+    }
+
+    @Test
+    void aCancelledApplyLeavesNoStatementWaitingOnTheServer() {
+        // A table one version behind, locked by another session's open transaction (a long report,
+        // another service's migration): the upgrade's DDL waits for the lock. A start-up timeout
+        // then cancels the apply. Were its DDL left queued on the server, every statement of the
+        // fleet on the table would queue behind it for as long as the other transaction runs.
+        String prefix = TestDatabase.uniquePrefix();
+        String table = prefix + "_work_queue_items";
+        for (int v = 1; v < WorkQueueMigrations.SCHEMA_VERSION; v++) {
+            TestDatabase.execute(WorkQueueMigrations.versionedScript(v, prefix));
+        }
+        try (TableLock lock = TableLock.hold(table)) {
+            StepVerifier.create(WorkQueueMigrations.apply(TestDatabase.plain(), prefix))
+                    .then(() -> lock.awaitWaiters(1))
+                    .thenCancel()
+                    .verify(TIMEOUT);
+
+            Poll.until(Duration.ofSeconds(10), "no statement left waiting behind the lock", () -> lock.waiters() == 0);
+            assertEquals(1, TestDatabase.queryLong("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", lock.pid()));
+        }
+        assertEquals(WorkQueueMigrations.SCHEMA_VERSION - 1,
+                WorkQueueMigrations.version(TestDatabase.pool(), prefix).block(TIMEOUT));
+        StepVerifier.create(WorkQueueMigrations.apply(TestDatabase.pool(), prefix)).expectComplete().verify(TIMEOUT);
+        assertEquals(WorkQueueMigrations.SCHEMA_VERSION, WorkQueueMigrations.version(TestDatabase.pool(), prefix).block(TIMEOUT));
     }
 
     @Test

@@ -115,6 +115,13 @@ class SqlExplainIT {
         assertTrue(sql.enqueueInTransaction.text().contains("pg_current_xact_id()"));
     }
 
+    /** The migrations' statements name no table in their text (the table is a value), so they are static too. */
+    @Test
+    void theServerPlansTheMigrationsStatements() {
+        assertFalse(explain(Sql.SCHEMA_VERSION, sql.table).isEmpty());
+        assertFalse(explain(Sql.SCHEMA_LOCK, Schema.VERSION_COMMENT + sql.table).isEmpty());
+    }
+
     /** The notifier's statements name no table, so they are static, and planned here. */
     @Test
     void theServerPlansTheNotifiersStatements() {

@@ -229,3 +229,23 @@ SET LOCAL lock_timeout = '100ms'; SET LOCAL statement_timeout = 0
 -- saved: measured at 100,000 pending over 20,000,000 completed rows, 132-199 ms executing with
 -- JIT (46-63 ms of it compiling), 49-68 ms without (docs/benchmarks/stats-history).
 SET LOCAL jit = off
+
+-- param table text: a queue table's name, as a value (to_regclass resolves it)
+-- param lock text: the name of an advisory lock
+
+-- statement: schemaVersion
+-- params: table
+-- One row: whether the table (:table, as to_regclass resolves it on the search path) exists,
+-- and its comment, where WorkQueueMigrations records the schema version ("reactive-workqueue
+-- schema <n>"; the first release wrote none). Run by WorkQueueMigrations.version and, under
+-- schemaLock, by WorkQueueMigrations.apply.
+SELECT to_regclass(:table::text) IS NOT NULL AS present,
+    obj_description(to_regclass(:table::text), 'pg_class') AS comment
+
+-- statement: schemaLock
+-- params: lock
+-- Run first in WorkQueueMigrations.apply's transaction: serialises applies of one table's
+-- schema until that transaction ends, so services starting together may all apply it.
+-- Concurrent CREATE ... IF NOT EXISTS of one name otherwise races in the catalog and fails
+-- with a unique violation (23505).
+SELECT pg_advisory_xact_lock(hashtext(:lock::text))
