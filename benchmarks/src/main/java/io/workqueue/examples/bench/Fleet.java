@@ -200,6 +200,9 @@ public final class Fleet {
         try {
             run(args);
             status = 0;
+        } catch (Throwable failure) {
+            // Printed here: System.exit below ends the JVM before the default handler would print it.
+            failure.printStackTrace();
         } finally {
             System.exit(status);
         }
