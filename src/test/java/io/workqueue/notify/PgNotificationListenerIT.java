@@ -125,7 +125,13 @@ class PgNotificationListenerIT {
                 .flatMap(i -> queue.enqueueKeys("k" + i), 1_000)
                 .then()
                 .block(TIMEOUT);
-        // A sentinel from another session marks the end: notifications from one session arrive in order.
+        assertEquals(1_000L, queue.stats().block(TIMEOUT).pending());
+        // The notification announcing the last writes leaves after them, debounced, from the
+        // queue's own connection: closing the queue sends it at once and completes once it has
+        // committed, so the sentinel below commits after it and is queued behind it (notifications
+        // are delivered in commit order). Without this the sentinel could overtake it.
+        queue.close().block(TIMEOUT);
+        // A sentinel from another session marks the end.
         TestDatabase.execute("SELECT pg_notify('" + channel + "', 'end')");
         List<Notification> seen = new CopyOnWriteArrayList<>();
         subscriptions.add(listener.notifications().subscribe(seen::add));
@@ -135,7 +141,6 @@ class PgNotificationListenerIT {
         int notifications = received.get() - 2;
         assertTrue(notifications >= 1, "at least one notification");
         assertTrue(notifications <= 100, notifications + " notifications for 1,000 enqueue calls");
-        assertEquals(1_000L, queue.stats().block(TIMEOUT).pending());
     }
 
     @Test
