@@ -92,8 +92,9 @@ public final class Database {
 
     /** Runs {@code work} on a connection of its own, as the class describes. */
     public <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
-        return Mono.usingWhen(connectionFactory.create(), work, Connection::close,
-                        (connection, error) -> SqlStates.isMisdirected(error) ? Connections.discard(connection) : connection.close(),
+        return Mono.usingWhen(connectionFactory.create(), work, Connections::release,
+                        (connection, error) -> SqlStates.isMisdirected(error) ? Connections.discard(connection)
+                                : Connections.release(connection),
                         this::abandon)
                 .onErrorMap(this::outdatedSchema);
     }
