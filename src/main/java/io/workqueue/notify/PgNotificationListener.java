@@ -7,6 +7,7 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.workqueue.InvalidConfigException;
 import io.workqueue.UnsupportedDialectException;
+import io.workqueue.internal.base.ConnectionAcquisition;
 import io.workqueue.internal.base.Durations;
 import io.workqueue.internal.base.Identifiers;
 import java.time.Duration;
@@ -176,7 +177,7 @@ public final class PgNotificationListener {
                     + "-" + probeCount.incrementAndGet();
             Sinks.Empty<Void> received = Sinks.empty();
             probes.put(payload, received);
-            Mono<Void> send = Mono.usingWhen(Mono.defer(() -> Mono.from(connectionFactory.create())),
+            Mono<Void> send = Mono.usingWhen(ConnectionAcquisition.forUsingWhen(connectionFactory),
                     sender -> Flux.from(sender.createStatement("SELECT pg_notify($1, $2)")
                                     .bind(0, channel).bind(1, payload).execute())
                             .concatMap(result -> result.map((row, meta) -> 1))
@@ -254,7 +255,7 @@ public final class PgNotificationListener {
      */
     private Flux<Object> sessions() {
         return Flux.usingWhen(
-                Mono.defer(() -> Mono.from(connectionFactory.create())),
+                ConnectionAcquisition.forUsingWhen(connectionFactory),
                 this::listen,
                 connection -> {
                     current.compareAndSet(connection, null);

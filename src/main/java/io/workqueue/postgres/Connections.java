@@ -53,24 +53,6 @@ final class Connections {
         return physical == connection ? closePhysical : closePhysical.then(Mono.from(connection.close()));
     }
 
-    /**
-     * Gives back a connection whose operation ended, unless the driver says a transaction is still
-     * open on it: then it is discarded, so that no later borrower runs inside a transaction it did
-     * not begin (where its writes would wait for a commit that never comes). Operations end their
-     * transactions themselves; this is for a cancellation that lands between a transaction's begin
-     * and its end in a way no callback sees. It narrows that race but does not close it: the driver
-     * reports the transaction only once the server's answer to BEGIN has arrived, and StatsIT's
-     * cancelled-read sweep still finds it under load (see the stop-32 note).
-     */
-    static Mono<Void> release(Connection connection) {
-        Connection physical = physical(connection);
-        if (physical instanceof PostgresqlConnection postgres && !postgres.isAutoCommit()) {
-            log.debug("a connection came back inside a transaction; discarding it");
-            return discard(connection);
-        }
-        return Mono.from(connection.close());
-    }
-
     /** The driver's connection under whatever wraps it (a pool's), or the innermost one found. */
     private static Connection physical(Connection connection) {
         Connection physical = connection;

@@ -6,6 +6,7 @@ import io.r2dbc.spi.Result;
 import io.workqueue.UnsupportedDialectException;
 import io.workqueue.WorkQueueException;
 import io.workqueue.internal.SqlStates;
+import io.workqueue.internal.base.ConnectionAcquisition;
 import io.workqueue.internal.base.TableNames;
 import io.workqueue.migrations.WorkQueueMigrations;
 import java.util.function.Function;
@@ -92,9 +93,8 @@ public final class Database {
 
     /** Runs {@code work} on a connection of its own, as the class describes. */
     public <T> Mono<T> inConnection(Function<Connection, Mono<T>> work) {
-        return Mono.usingWhen(connectionFactory.create(), work, Connections::release,
-                        (connection, error) -> SqlStates.isMisdirected(error) ? Connections.discard(connection)
-                                : Connections.release(connection),
+        return Mono.usingWhen(ConnectionAcquisition.forUsingWhen(connectionFactory), work, Connection::close,
+                        (connection, error) -> SqlStates.isMisdirected(error) ? Connections.discard(connection) : connection.close(),
                         this::abandon)
                 .onErrorMap(this::outdatedSchema);
     }
