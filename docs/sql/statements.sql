@@ -319,11 +319,11 @@ SELECT
     array_agg(l.attempts) AS attempts,
     -- What the row's lease was before: a lease after the epoch was a real one that
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
-    array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
+    array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
     -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -337,8 +337,15 @@ SELECT
     -- A paused queue's claim read nothing, so the cursors must not take it as having
     -- read its bands to their end.
     EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
-FROM leased AS l
-JOIN due AS d ON d.item_key = l.item_key;
+-- Each leased row's lease before this claim is due's, found by position rather than by a
+-- join: both sets hold the same keys (due's rows are locked, so the update takes every one),
+-- so the n-th in key order of one is the n-th of the other. A join of the two CTEs is planned
+-- from estimates, and on a table the planner has statistics for (many queues' completed
+-- rows) it became a nested loop comparing every leased row with every due row: 2,000 items
+-- took 479 ms instead of 24 (docs/benchmarks/fleet/ANALYSIS.md). An array subscript of a
+-- fixed-width element is one step, so this is linear whatever the plan.
+FROM (SELECT leased.*, row_number() OVER (ORDER BY leased.item_key) AS n FROM leased) AS l
+CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FROM due) AS d;
 
 -- claimFromCursors
 --   $1 queue text: the logical queue's name
@@ -391,11 +398,11 @@ SELECT
     array_agg(l.attempts) AS attempts,
     -- What the row's lease was before: a lease after the epoch was a real one that
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
-    array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
+    array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
     -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -409,8 +416,15 @@ SELECT
     -- A paused queue's claim read nothing, so the cursors must not take it as having
     -- read its bands to their end.
     EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
-FROM leased AS l
-JOIN due AS d ON d.item_key = l.item_key;
+-- Each leased row's lease before this claim is due's, found by position rather than by a
+-- join: both sets hold the same keys (due's rows are locked, so the update takes every one),
+-- so the n-th in key order of one is the n-th of the other. A join of the two CTEs is planned
+-- from estimates, and on a table the planner has statistics for (many queues' completed
+-- rows) it became a nested loop comparing every leased row with every due row: 2,000 items
+-- took 479 ms instead of 24 (docs/benchmarks/fleet/ANALYSIS.md). An array subscript of a
+-- fixed-width element is one step, so this is linear whatever the plan.
+FROM (SELECT leased.*, row_number() OVER (ORDER BY leased.item_key) AS n FROM leased) AS l
+CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FROM due) AS d;
 
 -- completeAndClaim
 --   $1 queue text: the logical queue's name
@@ -481,11 +495,11 @@ SELECT
     array_agg(l.attempts) AS attempts,
     -- What the row's lease was before: a lease after the epoch was a real one that
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
-    array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
+    array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
     -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -499,8 +513,15 @@ SELECT
     -- A paused queue's claim read nothing, so the cursors must not take it as having
     -- read its bands to their end.
     EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
-FROM leased AS l
-JOIN due AS d ON d.item_key = l.item_key;
+-- Each leased row's lease before this claim is due's, found by position rather than by a
+-- join: both sets hold the same keys (due's rows are locked, so the update takes every one),
+-- so the n-th in key order of one is the n-th of the other. A join of the two CTEs is planned
+-- from estimates, and on a table the planner has statistics for (many queues' completed
+-- rows) it became a nested loop comparing every leased row with every due row: 2,000 items
+-- took 479 ms instead of 24 (docs/benchmarks/fleet/ANALYSIS.md). An array subscript of a
+-- fixed-width element is one step, so this is linear whatever the plan.
+FROM (SELECT leased.*, row_number() OVER (ORDER BY leased.item_key) AS n FROM leased) AS l
+CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FROM due) AS d;
 
 -- completeAndClaimFromCursors
 --   $1 queue text: the logical queue's name
@@ -583,11 +604,11 @@ SELECT
     array_agg(l.attempts) AS attempts,
     -- What the row's lease was before: a lease after the epoch was a real one that
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
-    array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
+    array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
     -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -601,8 +622,15 @@ SELECT
     -- A paused queue's claim read nothing, so the cursors must not take it as having
     -- read its bands to their end.
     EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
-FROM leased AS l
-JOIN due AS d ON d.item_key = l.item_key;
+-- Each leased row's lease before this claim is due's, found by position rather than by a
+-- join: both sets hold the same keys (due's rows are locked, so the update takes every one),
+-- so the n-th in key order of one is the n-th of the other. A join of the two CTEs is planned
+-- from estimates, and on a table the planner has statistics for (many queues' completed
+-- rows) it became a nested loop comparing every leased row with every due row: 2,000 items
+-- took 479 ms instead of 24 (docs/benchmarks/fleet/ANALYSIS.md). An array subscript of a
+-- fixed-width element is one step, so this is linear whatever the plan.
+FROM (SELECT leased.*, row_number() OVER (ORDER BY leased.item_key) AS n FROM leased) AS l
+CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FROM due) AS d;
 
 -- completeAndClaimDeleting
 --   $1 queue text: the logical queue's name
@@ -672,11 +700,11 @@ SELECT
     array_agg(l.attempts) AS attempts,
     -- What the row's lease was before: a lease after the epoch was a real one that
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
-    array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
+    array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
     -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -690,8 +718,15 @@ SELECT
     -- A paused queue's claim read nothing, so the cursors must not take it as having
     -- read its bands to their end.
     EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
-FROM leased AS l
-JOIN due AS d ON d.item_key = l.item_key;
+-- Each leased row's lease before this claim is due's, found by position rather than by a
+-- join: both sets hold the same keys (due's rows are locked, so the update takes every one),
+-- so the n-th in key order of one is the n-th of the other. A join of the two CTEs is planned
+-- from estimates, and on a table the planner has statistics for (many queues' completed
+-- rows) it became a nested loop comparing every leased row with every due row: 2,000 items
+-- took 479 ms instead of 24 (docs/benchmarks/fleet/ANALYSIS.md). An array subscript of a
+-- fixed-width element is one step, so this is linear whatever the plan.
+FROM (SELECT leased.*, row_number() OVER (ORDER BY leased.item_key) AS n FROM leased) AS l
+CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FROM due) AS d;
 
 -- completeAndClaimFromCursorsDeleting
 --   $1 queue text: the logical queue's name
@@ -773,11 +808,11 @@ SELECT
     array_agg(l.attempts) AS attempts,
     -- What the row's lease was before: a lease after the epoch was a real one that
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
-    array_agg(CASE WHEN d.lease_until > 'epoch' THEN 1 WHEN d.lease_until = '-infinity' THEN 2
+    array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
     -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -791,8 +826,15 @@ SELECT
     -- A paused queue's claim read nothing, so the cursors must not take it as having
     -- read its bands to their end.
     EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL) AS paused
-FROM leased AS l
-JOIN due AS d ON d.item_key = l.item_key;
+-- Each leased row's lease before this claim is due's, found by position rather than by a
+-- join: both sets hold the same keys (due's rows are locked, so the update takes every one),
+-- so the n-th in key order of one is the n-th of the other. A join of the two CTEs is planned
+-- from estimates, and on a table the planner has statistics for (many queues' completed
+-- rows) it became a nested loop comparing every leased row with every due row: 2,000 items
+-- took 479 ms instead of 24 (docs/benchmarks/fleet/ANALYSIS.md). An array subscript of a
+-- fixed-width element is one step, so this is linear whatever the plan.
+FROM (SELECT leased.*, row_number() OVER (ORDER BY leased.item_key) AS n FROM leased) AS l
+CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FROM due) AS d;
 
 -- lookBehindCursors
 --   $1 queue text: the logical queue's name

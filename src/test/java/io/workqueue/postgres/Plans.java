@@ -78,6 +78,26 @@ final class Plans {
     }
 
     /**
+     * {@link #genericPlan} run: {@code EXPLAIN ANALYZE} of the generic plan, in a transaction rolled
+     * back afterwards, so a statement that writes (a claim) leaves nothing behind.
+     */
+    static List<String> analyzedGenericPlan(SqlStatement statement, String parameterTypes, String arguments) {
+        return Mono.usingWhen(TestDatabase.plain().create(),
+                        (Connection c) -> Mono.from(c.beginTransaction())
+                                .thenMany(Flux.just(
+                                        "SET LOCAL plan_cache_mode = force_generic_plan",
+                                        "DO $probe$ BEGIN EXECUTE $stmt$PREPARE analyzed(" + parameterTypes + ") AS "
+                                                + statement.text() + "$stmt$; END $probe$"))
+                                .concatMap(sql -> Flux.from(c.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
+                                .thenMany(Flux.from(c.createStatement("EXPLAIN ANALYZE EXECUTE analyzed(" + arguments + ")").execute()))
+                                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                                .collectList()
+                                .flatMap(plan -> Mono.from(c.rollbackTransaction()).thenReturn(plan)),
+                        Connection::close)
+                .block(Duration.ofSeconds(60));
+    }
+
+    /**
      * The generic plan of {@code statement}: prepared with SQL {@code PREPARE} (so the plan cache
      * applies from the first run), planned under {@code plan_cache_mode = force_generic_plan}, and
      * explained for the literal arguments {@code arguments}.

@@ -42,11 +42,11 @@ SELECT
     array_agg(l.attempts) AS attempts,
     -- What the row's lease was before: a lease after the epoch was a real one that
     -- lapsed (this is a reclaim); a claim handed back undone restores it.
-    array_agg(CASE WHEN d.lease_until > 'epoch' THEN {{prior_lease_lapsed}} WHEN d.lease_until = {{handed_back}} THEN {{prior_lease_handed_back}}
+    array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN {{prior_lease_lapsed}} WHEN d.leases[l.n] = {{handed_back}} THEN {{prior_lease_handed_back}}
         ELSE {{prior_lease_none}} END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
     -- lapsed, {{ready_since}}) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.lease_until)) * 1000000)::bigint) AS waited_us,
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -60,8 +60,15 @@ SELECT
     -- A paused queue's claim read nothing, so the cursors must not take it as having
     -- read its bands to their end.
     {{queue_paused}} AS paused
-FROM leased AS l
-JOIN due AS d ON d.item_key = l.item_key
+-- Each leased row's lease before this claim is due's, found by position rather than by a
+-- join: both sets hold the same keys (due's rows are locked, so the update takes every one),
+-- so the n-th in key order of one is the n-th of the other. A join of the two CTEs is planned
+-- from estimates, and on a table the planner has statistics for (many queues' completed
+-- rows) it became a nested loop comparing every leased row with every due row: 2,000 items
+-- took 479 ms instead of 24 (docs/benchmarks/fleet/ANALYSIS.md). An array subscript of a
+-- fixed-width element is one step, so this is linear whatever the plan.
+FROM (SELECT leased.*, row_number() OVER (ORDER BY leased.item_key) AS n FROM leased) AS l
+CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FROM due) AS d
 
 -- fragment: due_from_head
 -- "due" read from the head of the due index, in exact claim order.
