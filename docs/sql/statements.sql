@@ -284,6 +284,7 @@ SELECT pg_notify($6::text, '');
 --   $2 attempt_limit int: 0 means unlimited
 --   $3 limit int: the most items to lease
 --   $4 lease bigint: its length in microseconds
+--   $5 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- A claim from the head of the due index, in exact claim order, for an instance that has no
 -- cursors to read from yet or too many bands for them.
 WITH due AS MATERIALIZED (
@@ -322,8 +323,10 @@ SELECT
     array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
-    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $5
+    -- (a filter is checked before the aggregate's argument is computed).
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint)
+        FILTER (WHERE $5::boolean) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -354,6 +357,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 --   $4 lease bigint: its length in microseconds
 --   $5 bands int[]: the bands to read, highest first
 --   $6 band_starts bigint[]: where each band's read starts, microseconds since the epoch
+--   $7 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- As claimDue, reading each band from its cursor.
 WITH -- Each band from its cursor ($5 priorities, highest first; $6 where each band's
 -- read starts, in microseconds since the epoch): an index seek to the cursor, so the
@@ -401,8 +405,10 @@ SELECT
     array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
-    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $7
+    -- (a filter is checked before the aggregate's argument is computed).
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint)
+        FILTER (WHERE $7::boolean) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -432,6 +438,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 --   $3 limit int: the most items to lease
 --   $4 lease bigint: its length in microseconds
 --   $5 keys text[]: the stored keys, distinct
+--   $6 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- Completes $5 as completeKeys does, then claims as claimDue does.
 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
@@ -498,13 +505,16 @@ SELECT
     array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
-    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $6
+    -- (a filter is checked before the aggregate's argument is computed).
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint)
+        FILTER (WHERE $6::boolean) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
     -- For each item the completion completed, the time since its claim, in microseconds.
-    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us,
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done
+    WHERE $6::boolean AND done.claimed_at IS NOT NULL) AS completed_held_us,
     (SELECT count(*) FROM done) AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -531,6 +541,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 --   $5 keys text[]: the stored keys, distinct
 --   $6 bands int[]: the bands to read, highest first
 --   $7 band_starts bigint[]: where each band's read starts, microseconds since the epoch
+--   $8 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- As completeAndClaim, reading bands from cursors as claimFromCursors does.
 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
@@ -607,13 +618,16 @@ SELECT
     array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
-    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $8
+    -- (a filter is checked before the aggregate's argument is computed).
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint)
+        FILTER (WHERE $8::boolean) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
     -- For each item the completion completed, the time since its claim, in microseconds.
-    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us,
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done
+    WHERE $8::boolean AND done.claimed_at IS NOT NULL) AS completed_held_us,
     (SELECT count(*) FROM done) AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -638,6 +652,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 --   $3 limit int: the most items to lease
 --   $4 lease bigint: its length in microseconds
 --   $5 keys text[]: the stored keys, distinct
+--   $6 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- completeAndClaim for a queue that deletes on complete.
 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
@@ -703,13 +718,16 @@ SELECT
     array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
-    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $6
+    -- (a filter is checked before the aggregate's argument is computed).
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint)
+        FILTER (WHERE $6::boolean) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
     -- For each item the completion completed, the time since its claim, in microseconds.
-    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us,
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done
+    WHERE $6::boolean AND done.claimed_at IS NOT NULL) AS completed_held_us,
     (SELECT count(*) FROM done) AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -736,6 +754,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 --   $5 keys text[]: the stored keys, distinct
 --   $6 bands int[]: the bands to read, highest first
 --   $7 band_starts bigint[]: where each band's read starts, microseconds since the epoch
+--   $8 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- completeAndClaimFromCursors for a queue that deletes on complete.
 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
@@ -811,13 +830,16 @@ SELECT
     array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
-    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $8
+    -- (a filter is checked before the aggregate's argument is computed).
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint)
+        FILTER (WHERE $8::boolean) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
     -- For each item the completion completed, the time since its claim, in microseconds.
-    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us,
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done
+    WHERE $8::boolean AND done.claimed_at IS NOT NULL) AS completed_held_us,
     (SELECT count(*) FROM done) AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -879,10 +901,12 @@ FROM found;
 -- completeKeys
 --   $1 queue text: the logical queue's name
 --   $2 keys text[]: the stored keys, distinct
+--   $3 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- Marks the items completed. One row: "completed", the count, and "completed_keys", null when
 -- every key named was completed, else the keys that were (empty when none was); "rearmed",
 -- how many it handed back instead because they were enqueued during their lease; and
--- "completed_held_us", how long each completed item had been held since its claim.
+-- "completed_held_us", how long each completed item had been held since its claim (null
+-- unless $3).
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
@@ -915,12 +939,14 @@ SELECT count(*) AS completed,
     CASE WHEN count(*) < cardinality($2::text[])
         THEN COALESCE(array_agg(item_key), '{}'::text[]) END AS completed_keys,
     (SELECT count(*) FROM rearmed) AS rearmed,
-    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done
+    WHERE $3::boolean AND done.claimed_at IS NOT NULL) AS completed_held_us
 FROM done;
 
 -- completeKeysDeleting
 --   $1 queue text: the logical queue's name
 --   $2 keys text[]: the stored keys, distinct
+--   $3 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- completeKeys for a queue that deletes on complete: the items are deleted.
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
@@ -953,7 +979,8 @@ SELECT count(*) AS completed,
     CASE WHEN count(*) < cardinality($2::text[])
         THEN COALESCE(array_agg(item_key), '{}'::text[]) END AS completed_keys,
     (SELECT count(*) FROM rearmed) AS rearmed,
-    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL) AS completed_held_us
+    (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done
+    WHERE $3::boolean AND done.claimed_at IS NOT NULL) AS completed_held_us
 FROM done;
 
 -- releaseKeys

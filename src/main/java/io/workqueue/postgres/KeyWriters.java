@@ -144,6 +144,7 @@ final class KeyWriters {
         return database.withRetries(database.inConnection(connection -> Flux.from(sql.completeKeys.on(connection)
                                 .bind("queue", config.name())
                                 .bind("keys", union)
+                                .bind("timed", metrics.timesItems())
                                 .execute())
                         .concatMap(result -> result.map((row, meta) -> {
                             long count = longValue(row.get("completed", Long.class));

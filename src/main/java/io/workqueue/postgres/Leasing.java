@@ -182,7 +182,8 @@ final class Leasing<K> {
                                 .bind("queue", config.name())
                                 .bind("attempt_limit", config.maxAttempts())
                                 .bind("limit", batch)
-                                .bind("lease", leaseMicros));
+                                .bind("lease", leaseMicros)
+                                .bind("timed", metrics.timesItems()));
                         if (!plan.fromHead()) {
                             statement.bind("bands", plan.priorities()).bind("band_starts", plan.fromMicros());
                         }

@@ -95,6 +95,7 @@ class ClaimCursorsIT {
                                 statement.bind(4, bands.toArray(Integer[]::new))
                                         .bind(5, bands.stream().map(cursors::get).toArray(Long[]::new));
                             }
+                            statement.bind(fromHead ? 4 : 6, true);
                             return Flux.from(statement.execute()).concatMap(r -> r.map((row, meta) -> row.get(0, String.class)));
                         }))
                         .collectList()

@@ -38,13 +38,13 @@ class ClaimPlanIT {
 
     @Test
     void aClaimFromTheHeadComparesNoRowWithEveryOther() {
-        assertLinear(analyzedGenericPlan(sql.claimDue, "text, int, int, bigint", "'probe', 0, " + BATCH + ", 30000000"));
+        assertLinear(analyzedGenericPlan(sql.claimDue, "text, int, int, bigint, boolean", "'probe', 0, " + BATCH + ", 30000000, true"));
     }
 
     @Test
     void aClaimFromCursorsComparesNoRowWithEveryOther() {
-        assertLinear(analyzedGenericPlan(sql.claimFromCursors, "text, int, int, bigint, int[], bigint[]",
-                "'probe', 0, " + BATCH + ", 30000000, ARRAY[0], ARRAY[0::bigint]"));
+        assertLinear(analyzedGenericPlan(sql.claimFromCursors, "text, int, int, bigint, int[], bigint[], boolean",
+                "'probe', 0, " + BATCH + ", 30000000, ARRAY[0], ARRAY[0::bigint], true"));
     }
 
     private static void assertLinear(List<String> plan) {

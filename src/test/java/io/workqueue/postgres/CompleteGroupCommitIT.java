@@ -168,6 +168,7 @@ class CompleteGroupCommitIT {
                             c -> Mono.from(c.createStatement(statement)
                                             .bind(0, queue.name())
                                             .bind(1, new String[] {"done", "never enqueued"})
+                                            .bind(2, false)
                                             .execute())
                                     .flatMap(r -> Mono.from(r.map((row, meta) -> Optional.ofNullable(row.get(1, String[].class))))),
                             Connection::close)

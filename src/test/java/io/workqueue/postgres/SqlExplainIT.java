@@ -54,11 +54,11 @@ class SqlExplainIT {
                         new Long[] {0L, 1_000L}, traces}),
                 Map.entry("enqueueNotifyingTraced", new Object[] {"q", keys, new Integer[] {1, 2},
                         new Long[] {0L, 1_000L}, traces, "chan"}),
-                Map.entry("claimDue", new Object[] {"q", 0, 10, 30_000_000L}),
-                Map.entry("claimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, bands, cursors}),
-                Map.entry("completeAndClaim", new Object[] {"q", 0, 10, 30_000_000L, keys}),
-                Map.entry("completeAndClaimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, keys, bands, cursors}),
-                Map.entry("completeKeys", new Object[] {"q", keys}),
+                Map.entry("claimDue", new Object[] {"q", 0, 10, 30_000_000L, true}),
+                Map.entry("claimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, bands, cursors, true}),
+                Map.entry("completeAndClaim", new Object[] {"q", 0, 10, 30_000_000L, keys, true}),
+                Map.entry("completeAndClaimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, keys, bands, cursors, true}),
+                Map.entry("completeKeys", new Object[] {"q", keys, true}),
                 Map.entry("lookBehindCursors", new Object[] {"q", 0}),
                 Map.entry("releaseKeys", new Object[] {"q", keys, 5_000_000L, "boom"}),
                 Map.entry("handBackKeys", new Object[] {"q", keys, new Integer[] {1, 3},
@@ -159,8 +159,8 @@ class SqlExplainIT {
             List<String> plan = explain(statement(deleting, field), binds.get(field));
             assertTrue(String.join("\n", plan).contains("Delete on " + Queues.table(prefix)), field + ":\n" + plan);
         }
-        assertFalse(explain(deleting.completeKeys, "q", new String[0]).isEmpty());
-        assertFalse(explain(deleting.completeAndClaim, "q", 0, 10, 30_000_000L, new String[0]).isEmpty());
+        assertFalse(explain(deleting.completeKeys, "q", new String[0], false).isEmpty());
+        assertFalse(explain(deleting.completeAndClaim, "q", 0, 10, 30_000_000L, new String[0], false).isEmpty());
     }
 
     @Test
@@ -172,7 +172,7 @@ class SqlExplainIT {
     @Test
     void keyStatementsPlanWithEmptyArrays() {
         assertFalse(explain(sql.enqueue, "q", new String[0], new Integer[0], new Long[0]).isEmpty());
-        assertFalse(explain(sql.completeKeys, "q", new String[0]).isEmpty());
+        assertFalse(explain(sql.completeKeys, "q", new String[0], false).isEmpty());
         assertFalse(explain(sql.removeKeys, "q", new String[0]).isEmpty());
     }
 
@@ -199,9 +199,9 @@ class SqlExplainIT {
                 queue);
         TestDatabase.execute("ANALYZE " + table);
 
-        for (List<String> plan : List.of(explain(sql.claimDue, queue, 0, 10, 30_000_000L),
+        for (List<String> plan : List.of(explain(sql.claimDue, queue, 0, 10, 30_000_000L, true),
                 explain(sql.claimFromCursors, queue, 0, 10, 30_000_000L, new Integer[] {4, 2, 0},
-                        new Long[] {ClaimCursors.HEAD, ClaimCursors.HEAD, 1_700_000_000_000_000L}),
+                        new Long[] {ClaimCursors.HEAD, ClaimCursors.HEAD, 1_700_000_000_000_000L}, true),
                 explain(sql.lookBehindCursors, queue, 0))) {
             String text = String.join("\n", plan);
             assertTrue(text.contains(table + "_due_idx"), "claims and looks should scan the partial due index:\n" + text);
@@ -246,20 +246,20 @@ class SqlExplainIT {
         TestDatabase.execute("ANALYZE " + table);
         String q = "'" + queue + "'";
         Map<String, List<String>> plans = Map.of(
-                "claimDue", genericPlan(ownSql.claimDue, "text, int, int, bigint", q + ", 0, 100, 30000000"),
-                "completeAndClaim", genericPlan(ownSql.completeAndClaim, "text, int, int, bigint, text[]",
-                        q + ", 0, 100, 30000000, '{g1,g3}'"),
-                "claimFromCursors", genericPlan(ownSql.claimFromCursors, "text, int, int, bigint, int[], bigint[]",
-                        q + ", 0, 100, 30000000, '{0}', '{1700000000000000}'"),
+                "claimDue", genericPlan(ownSql.claimDue, "text, int, int, bigint, boolean", q + ", 0, 100, 30000000, true"),
+                "completeAndClaim", genericPlan(ownSql.completeAndClaim, "text, int, int, bigint, text[], boolean",
+                        q + ", 0, 100, 30000000, '{g1,g3}', true"),
+                "claimFromCursors", genericPlan(ownSql.claimFromCursors, "text, int, int, bigint, int[], bigint[], boolean",
+                        q + ", 0, 100, 30000000, '{0}', '{1700000000000000}', true"),
                 "completeAndClaimFromCursors", genericPlan(ownSql.completeAndClaimFromCursors,
-                        "text, int, int, bigint, text[], int[], bigint[]",
-                        q + ", 0, 100, 30000000, '{g1,g3}', '{0}', '{1700000000000000}'"),
+                        "text, int, int, bigint, text[], int[], bigint[], boolean",
+                        q + ", 0, 100, 30000000, '{g1,g3}', '{0}', '{1700000000000000}', true"),
                 "lookBehindCursors", genericPlan(ownSql.lookBehindCursors, "text, int", q + ", 0"),
                 "reapCompleted", genericPlan(ownSql.reapCompleted, "text, bigint, int", q + ", 3600000000, 1000"),
-                "completeKeys", genericPlan(ownSql.completeKeys, "text, text[]", q + ", '{g1,g3}'"),
-                "completeKeys (deleting)", genericPlan(ownDeleting.completeKeys, "text, text[]", q + ", '{g1,g3}'"),
-                "completeAndClaim (deleting)", genericPlan(ownDeleting.completeAndClaim, "text, int, int, bigint, text[]",
-                        q + ", 0, 100, 30000000, '{g1,g3}'"));
+                "completeKeys", genericPlan(ownSql.completeKeys, "text, text[], boolean", q + ", '{g1,g3}', true"),
+                "completeKeys (deleting)", genericPlan(ownDeleting.completeKeys, "text, text[], boolean", q + ", '{g1,g3}', true"),
+                "completeAndClaim (deleting)", genericPlan(ownDeleting.completeAndClaim, "text, int, int, bigint, text[], boolean",
+                        q + ", 0, 100, 30000000, '{g1,g3}', true"));
 
         plans.forEach((name, plan) -> {
             String text = String.join("\n", plan);
@@ -289,15 +289,15 @@ class SqlExplainIT {
         String[] keys = {"h1", "h2", "h3"};
         String q = "'" + queue + "'";
         Map<String, List<String>> plans = Map.of(
-                "completeKeys", explain(ownSql.completeKeys, queue, keys),
-                "completeKeys (deleting)", explain(ownDeleting.completeKeys, queue, keys),
-                "completeAndClaim", explain(ownSql.completeAndClaim, queue, 0, 10, 30_000_000L, keys),
+                "completeKeys", explain(ownSql.completeKeys, queue, keys, true),
+                "completeKeys (deleting)", explain(ownDeleting.completeKeys, queue, keys, true),
+                "completeAndClaim", explain(ownSql.completeAndClaim, queue, 0, 10, 30_000_000L, keys, true),
                 "releaseKeys", explain(ownSql.releaseKeys, queue, keys, 0L, "boom"),
                 "removeKeys", explain(ownSql.removeKeys, queue, keys),
                 "extendKeys", explain(ownSql.extendKeys, queue, keys, new Integer[] {1, 1, 1},
                         new Long[] {1L, 1L, 1L}, new Long[] {1_000_000L, 1_000_000L, 1_000_000L}),
                 "snoozeKeys", explain(ownSql.snoozeKeys, queue, keys, new Integer[] {1, 1, 1}, new Long[] {1L, 1L, 1L}, 0L),
-                "completeKeys (generic)", genericPlan(ownSql.completeKeys, "text, text[]", q + ", '{h1,h2,h3}'"),
+                "completeKeys (generic)", genericPlan(ownSql.completeKeys, "text, text[], boolean", q + ", '{h1,h2,h3}', true"),
                 "releaseKeys (generic)", genericPlan(ownSql.releaseKeys, "text, text[], bigint, text",
                         q + ", '{h1,h2,h3}', 0, 'boom'"));
         plans.forEach((name, plan) -> {

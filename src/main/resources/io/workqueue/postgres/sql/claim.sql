@@ -5,6 +5,7 @@
 -- param lease bigint: its length in microseconds
 -- param bands int[]: the bands to read, highest first
 -- param band_starts bigint[]: where each band's read starts, microseconds since the epoch
+-- param timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 
 -- fragment: claim
 -- The claim, as the CTEs "due" and "leased" and the select that returns the leased items as one
@@ -45,8 +46,10 @@ SELECT
     array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN {{prior_lease_lapsed}} WHEN d.leases[l.n] = {{handed_back}} THEN {{prior_lease_handed_back}}
         ELSE {{prior_lease_none}} END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
-    -- lapsed, {{ready_since}}) and this claim, in microseconds: the lag.
-    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint) AS waited_us,
+    -- lapsed, {{ready_since}}) and this claim, in microseconds: the lag. Null unless :timed
+    -- (a filter is checked before the aggregate's argument is computed).
+    array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint)
+        FILTER (WHERE :timed::boolean) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -122,9 +125,11 @@ NULL::bigint[]
 
 -- fragment: done_held
 -- How long each item the completion completed had been held since its latest claim, in
--- microseconds; items never claimed (enqueued and completed unclaimed) are left out.
+-- microseconds; items never claimed (enqueued and completed unclaimed) are left out. Null
+-- unless :timed.
 
-(SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done WHERE done.claimed_at IS NOT NULL)
+(SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done
+    WHERE :timed::boolean AND done.claimed_at IS NOT NULL)
 
 -- fragment: skip_completed_keys
 -- After completing (:keys the keys, "done" the completing CTE): skip the keys being completed,
@@ -155,7 +160,7 @@ WITH {{completing}},
 {{claim}}
 
 -- statement: claimDue
--- params: queue, attempt_limit, limit, lease
+-- params: queue, attempt_limit, limit, lease, timed
 -- use: due_read = due_from_head
 -- use: skip_completing = claim_alone
 -- use: completed_count = zero
@@ -166,7 +171,7 @@ WITH {{completing}},
 WITH {{claim}}
 
 -- statement: claimFromCursors
--- params: queue, attempt_limit, limit, lease, bands, band_starts
+-- params: queue, attempt_limit, limit, lease, bands, band_starts, timed
 -- use: due_read = due_from_cursors
 -- use: skip_completing = claim_alone
 -- use: completed_count = zero
@@ -176,7 +181,7 @@ WITH {{claim}}
 WITH {{claim}}
 
 -- statement: completeAndClaim
--- params: queue, attempt_limit, limit, lease, keys
+-- params: queue, attempt_limit, limit, lease, keys, timed
 -- use: which_rows = pending_rows
 -- use: done = mark_completed
 -- use: due_read = due_from_head
@@ -188,7 +193,7 @@ WITH {{claim}}
 {{complete_then_claim}}
 
 -- statement: completeAndClaimFromCursors
--- params: queue, attempt_limit, limit, lease, keys, bands, band_starts
+-- params: queue, attempt_limit, limit, lease, keys, bands, band_starts, timed
 -- use: which_rows = pending_rows
 -- use: done = mark_completed
 -- use: due_read = due_from_cursors
@@ -200,7 +205,7 @@ WITH {{claim}}
 {{complete_then_claim}}
 
 -- statement: completeAndClaimDeleting
--- params: queue, attempt_limit, limit, lease, keys
+-- params: queue, attempt_limit, limit, lease, keys, timed
 -- use: which_rows = pending_rows
 -- use: done = delete_completed
 -- use: due_read = due_from_head
@@ -212,7 +217,7 @@ WITH {{claim}}
 {{complete_then_claim}}
 
 -- statement: completeAndClaimFromCursorsDeleting
--- params: queue, attempt_limit, limit, lease, keys, bands, band_starts
+-- params: queue, attempt_limit, limit, lease, keys, bands, band_starts, timed
 -- use: which_rows = pending_rows
 -- use: done = delete_completed
 -- use: due_read = due_from_cursors

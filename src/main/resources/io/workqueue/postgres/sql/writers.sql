@@ -88,18 +88,19 @@ WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
 RETURNING q.item_key
 
 -- statement: completeKeys
--- params: queue, keys
+-- params: queue, keys, timed
 -- use: which_rows = pending_rows
 -- use: done = mark_completed
 -- Marks the items completed. One row: "completed", the count, and "completed_keys", null when
 -- every key named was completed, else the keys that were (empty when none was); "rearmed",
 -- how many it handed back instead because they were enqueued during their lease; and
--- "completed_held_us", how long each completed item had been held since its claim.
+-- "completed_held_us", how long each completed item had been held since its claim (null
+-- unless :timed).
 WITH {{completing}}
 {{completed_keys}}
 
 -- statement: completeKeysDeleting
--- params: queue, keys
+-- params: queue, keys, timed
 -- use: which_rows = pending_rows
 -- use: done = delete_completed
 -- completeKeys for a queue that deletes on complete: the items are deleted.

@@ -142,7 +142,8 @@ final class ClaimHistory {
                 .replace("$1::text", "'" + QUEUE + "'::text")
                 .replace("$2::int", "0::int")
                 .replace("$3::int", BATCH + "::int")
-                .replace("$4::bigint", "300000000::bigint");
+                .replace("$4::bigint", "300000000::bigint")
+                .replace("$5::boolean", "false::boolean");
         List<String> lines = new ArrayList<>();
         db.query("BEGIN; EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + claim + "; ROLLBACK", row -> {
             lines.add(String.valueOf(row.get(0)));

@@ -16,7 +16,7 @@ import java.time.Duration;
 final class LibrarySql {
     /** The claim from the head of the due index, in exact claim order. */
     final String claimDue;
-    /** The claim most claims are: each band read from its cursor ($5 bands, $6 cursors in microseconds). */
+    /** The claim most claims are: each band read from its cursor ($5 bands, $6 cursors in microseconds, $7 timed). */
     final String claimFromCursors;
     final String completeKeys;
     final String completeAndClaim;

@@ -64,7 +64,11 @@ final class Pgbench {
                 .replace("$5::text[]", ":keys::text[]")
                 .replace("$2::int", ":max_attempts::int")
                 .replace("$3::int", ":batch::int")
-                .replace("$4::bigint", ":lease_us::bigint");
+                .replace("$4::bigint", ":lease_us::bigint")
+                // timed: completeKeys' third parameter, claimDue's fifth, completeAndClaim's sixth.
+                .replace("$3::boolean", "false::boolean")
+                .replace("$5::boolean", "false::boolean")
+                .replace("$6::boolean", "false::boolean");
     }
 
     /**

@@ -354,8 +354,10 @@ public final class Pressure {
      */
     private PhasePlans explainPhaseEnd(String phaseName) {
         LibrarySql sql = LibrarySql.forPrefix(PREFIX);
-        Explained head = explain(sql.claimDue, "the claim from the head", phaseName, false);
+        // The last parameter, timed, is false: what a queue without timing meters runs.
+        Explained head = explain(sql.claimDue.replace("$5", "false"), "the claim from the head", phaseName, false);
         Explained cursor = explain(sql.claimFromCursors
+                .replace("$7", "false")
                 .replace("$5", "'{0}'")
                 .replace("$6", "ARRAY[(EXTRACT(EPOCH FROM now()) * 1000000)::bigint - 500000]"), "the cursor claim",
                 phaseName, false);
