@@ -290,7 +290,7 @@ SELECT pg_notify($6::text, '');
 WITH due AS MATERIALIZED (
     SELECT queue_name, item_key, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND completed_at IS NULL
+    WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) 
@@ -308,7 +308,7 @@ leased AS (
         attempts = q.attempts + 1,
         -- With attempts, names this claim for extend and snooze: now_us below.
         claimed_at = now()
-    WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+    WHERE q.queue_name = (SELECT $1::text) AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
@@ -370,7 +370,7 @@ due AS MATERIALIZED (
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM work_queue_items
-        WHERE queue_name = $1::text AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND completed_at IS NULL
+        WHERE queue_name = (SELECT $1::text) AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) 
@@ -390,7 +390,7 @@ leased AS (
         attempts = q.attempts + 1,
         -- With attempts, names this claim for extend and snooze: now_us below.
         claimed_at = now()
-    WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+    WHERE q.queue_name = (SELECT $1::text) AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
@@ -448,7 +448,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -472,7 +472,7 @@ rearmed AS (
 due AS MATERIALIZED (
     SELECT queue_name, item_key, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND completed_at IS NULL
+    WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
@@ -490,7 +490,7 @@ leased AS (
         attempts = q.attempts + 1,
         -- With attempts, names this claim for extend and snooze: now_us below.
         claimed_at = now()
-    WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+    WHERE q.queue_name = (SELECT $1::text) AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
@@ -551,7 +551,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -583,7 +583,7 @@ due AS MATERIALIZED (
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM work_queue_items
-        WHERE queue_name = $1::text AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND completed_at IS NULL
+        WHERE queue_name = (SELECT $1::text) AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
@@ -603,7 +603,7 @@ leased AS (
         attempts = q.attempts + 1,
         -- With attempts, names this claim for extend and snooze: now_us below.
         claimed_at = now()
-    WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+    WHERE q.queue_name = (SELECT $1::text) AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
@@ -662,7 +662,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -685,7 +685,7 @@ rearmed AS (
 due AS MATERIALIZED (
     SELECT queue_name, item_key, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND completed_at IS NULL
+    WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
@@ -703,7 +703,7 @@ leased AS (
         attempts = q.attempts + 1,
         -- With attempts, names this claim for extend and snooze: now_us below.
         claimed_at = now()
-    WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+    WHERE q.queue_name = (SELECT $1::text) AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
@@ -764,7 +764,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -795,7 +795,7 @@ due AS MATERIALIZED (
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM work_queue_items
-        WHERE queue_name = $1::text AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND completed_at IS NULL
+        WHERE queue_name = (SELECT $1::text) AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
@@ -815,7 +815,7 @@ leased AS (
         attempts = q.attempts + 1,
         -- With attempts, names this claim for extend and snooze: now_us below.
         claimed_at = now()
-    WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+    WHERE q.queue_name = (SELECT $1::text) AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
@@ -872,7 +872,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 WITH RECURSIVE found AS (
     (SELECT priority, available_at
 FROM work_queue_items
-WHERE queue_name = $1::text AND completed_at IS NULL
+WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int)
@@ -884,7 +884,7 @@ LIMIT 1)
     CROSS JOIN LATERAL (
         SELECT priority, available_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND priority < found.priority AND completed_at IS NULL
+        WHERE queue_name = (SELECT $1::text) AND priority < found.priority AND completed_at IS NULL
             AND lease_until <= now()
             AND available_at <= now()
             AND ($2::int = 0 OR attempts < $2::int)
@@ -910,7 +910,7 @@ FROM found;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -951,7 +951,7 @@ FROM done;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -992,7 +992,7 @@ FROM done;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )
@@ -1013,7 +1013,7 @@ WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )
@@ -1042,7 +1042,7 @@ WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($2::text[])
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[])
     ORDER BY item_key
     FOR UPDATE
 )
@@ -1062,7 +1062,7 @@ RETURNING q.item_key;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )
@@ -1089,7 +1089,7 @@ RETURNING q.item_key;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )
@@ -1814,7 +1814,7 @@ ORDER BY part, n;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY($3::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($3::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )

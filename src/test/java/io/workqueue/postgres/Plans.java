@@ -82,10 +82,23 @@ final class Plans {
      * back afterwards, so a statement that writes (a claim) leaves nothing behind.
      */
     static List<String> analyzedGenericPlan(SqlStatement statement, String parameterTypes, String arguments) {
+        return analyzedPlan("force_generic_plan", statement, parameterTypes, arguments);
+    }
+
+    /**
+     * {@link #analyzedGenericPlan}, but planned for the arguments themselves, as the first runs of
+     * a prepared statement are (and every run, while custom plans look cheaper to the planner).
+     */
+    static List<String> analyzedCustomPlan(SqlStatement statement, String parameterTypes, String arguments) {
+        return analyzedPlan("force_custom_plan", statement, parameterTypes, arguments);
+    }
+
+    private static List<String> analyzedPlan(String planCacheMode, SqlStatement statement, String parameterTypes,
+            String arguments) {
         return Mono.usingWhen(TestDatabase.plain().create(),
                         (Connection c) -> Mono.from(c.beginTransaction())
                                 .thenMany(Flux.just(
-                                        "SET LOCAL plan_cache_mode = force_generic_plan",
+                                        "SET LOCAL plan_cache_mode = " + planCacheMode,
                                         "DO $probe$ BEGIN EXECUTE $stmt$PREPARE analyzed(" + parameterTypes + ") AS "
                                                 + statement.text() + "$stmt$; END $probe$"))
                                 .concatMap(sql -> Flux.from(c.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))

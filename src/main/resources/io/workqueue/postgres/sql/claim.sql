@@ -31,7 +31,7 @@ leased AS (
         attempts = q.attempts + 1,
         -- With attempts, names this claim for extend and snooze: now_us below.
         claimed_at = now()
-    WHERE q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
+    WHERE q.queue_name = {{this_queue}} AND q.item_key = ANY(ARRAY(SELECT item_key FROM due))
     RETURNING q.item_key, q.priority, q.attempts, q.available_at, q.trace_contexts
 )
 -- In no particular order, but every array in the same one (one aggregation sees the
@@ -79,7 +79,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 due AS MATERIALIZED (
     SELECT queue_name, item_key, lease_until
     FROM {{table}}
-    WHERE queue_name = :queue::text AND {{due}} {{skip_completing}}
+    WHERE queue_name = {{this_queue}} AND {{due}} {{skip_completing}}
         AND NOT {{queue_paused}}
     ORDER BY {{claim_order}}
     LIMIT :limit::int
@@ -100,7 +100,7 @@ due AS MATERIALIZED (
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM {{table}}
-        WHERE queue_name = :queue::text AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND {{due}} {{skip_completing}}
+        WHERE queue_name = {{this_queue}} AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND {{due}} {{skip_completing}}
             AND NOT {{queue_paused}}
         ORDER BY available_at, item_key
         LIMIT :limit::int
@@ -234,7 +234,7 @@ WITH {{claim}}
 
 SELECT priority, available_at
 FROM {{table}}
-WHERE queue_name = :queue::text{{below}} AND {{due}}
+WHERE queue_name = {{this_queue}}{{below}} AND {{due}}
 ORDER BY {{claim_order}}
 LIMIT 1
 

@@ -17,7 +17,7 @@
 target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM {{table}}
-    WHERE queue_name = :queue::text AND item_key = ANY(:keys::text[]){{which_rows}}
+    WHERE queue_name = {{this_queue}} AND item_key = ANY(:keys::text[]){{which_rows}}
     ORDER BY item_key
     FOR UPDATE
 )
