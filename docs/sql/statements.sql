@@ -1116,7 +1116,7 @@ RETURNING q.item_key;
 WITH expired AS MATERIALIZED (
     SELECT queue_name, item_key
     FROM work_queue_items
-    WHERE queue_name = $1::text
+    WHERE queue_name = (SELECT $1::text)
         AND completed_at IS NOT NULL
         AND completed_at < now() - $2::bigint * INTERVAL '1 microsecond'
     ORDER BY completed_at
@@ -1127,7 +1127,7 @@ DELETE FROM work_queue_items AS q
 USING expired
 WHERE q.queue_name = expired.queue_name AND q.item_key = expired.item_key
     -- As in the claim: primary-key lookups even under a generic plan.
-    AND q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM expired));
+    AND q.queue_name = (SELECT $1::text) AND q.item_key = ANY(ARRAY(SELECT item_key FROM expired));
 
 -- stats
 --   $1 queue text: the logical queue's name
@@ -1147,7 +1147,7 @@ SELECT
     count(*) FILTER (WHERE completed_at IS NULL AND $2::int > 0 AND attempts >= $2::int) AS stalled,
     (SELECT count(*) FROM (
         SELECT 1 FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NOT NULL
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NOT NULL
         ORDER BY completed_at DESC
         LIMIT 10001) AS newest) AS completed,
     -- How long the longest-waiting ready item has been claimable, on the database
@@ -1165,7 +1165,7 @@ SELECT
         0) AS longest_lease_us,
     (SELECT (EXTRACT(EPOCH FROM paused_at) * 1000000)::bigint FROM work_queue_queues WHERE queue_name = $1::text) AS paused_us
 FROM work_queue_items
-WHERE queue_name = $1::text AND completed_at IS NULL;
+WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL;
 
 -- readyLongerThan
 --   $1 queue text: the logical queue's name
@@ -1179,11 +1179,11 @@ WHERE queue_name = $1::text AND completed_at IS NULL;
 -- that are leased or out of attempts: in flight, not history.
 WITH RECURSIVE bands AS (
     (SELECT priority FROM work_queue_items
-     WHERE queue_name = $1::text AND completed_at IS NULL
+     WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
      ORDER BY priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT q.priority FROM work_queue_items AS q
-            WHERE q.queue_name = $1::text AND q.completed_at IS NULL AND q.priority < bands.priority
+            WHERE q.queue_name = (SELECT $1::text) AND q.completed_at IS NULL AND q.priority < bands.priority
             ORDER BY q.priority DESC LIMIT 1)
     FROM bands
     WHERE bands.priority IS NOT NULL
@@ -1193,7 +1193,7 @@ SELECT EXISTS (
     FROM bands
     CROSS JOIN LATERAL (
         SELECT 1 FROM work_queue_items
-        WHERE queue_name = $1::text AND priority = bands.priority
+        WHERE queue_name = (SELECT $1::text) AND priority = bands.priority
             AND available_at <= now() - $3::bigint * INTERVAL '1 microsecond'
             AND completed_at IS NULL
     AND lease_until <= now()
@@ -1441,7 +1441,7 @@ b.requested_at IS NOT NULL AS requeue_requested,
     FROM (
         SELECT item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NULL AND priority = $3::int AND (available_at, item_key) > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL AND priority = $3::int AND (available_at, item_key) > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)
         ORDER BY available_at, item_key
         LIMIT $8::int
     ) AS b
@@ -1477,7 +1477,7 @@ b.requested_at IS NOT NULL AS requeue_requested,
     FROM (
         SELECT item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NULL AND priority <= $6::bigint
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL AND priority <= $6::bigint
         ORDER BY priority DESC, available_at, item_key
         LIMIT $8::int
     ) AS b
@@ -1525,7 +1525,7 @@ b.requested_at IS NOT NULL AS requeue_requested,
     FROM (
         SELECT item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NULL AND priority = $3::int AND (available_at, item_key) > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL AND priority = $3::int AND (available_at, item_key) > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)
         ORDER BY available_at, item_key
         LIMIT $8::int
     ) AS b
@@ -1561,7 +1561,7 @@ b.requested_at IS NOT NULL AS requeue_requested,
     FROM (
         SELECT item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NULL AND priority <= $6::bigint
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL AND priority <= $6::bigint
         ORDER BY priority DESC, available_at, item_key
         LIMIT $8::int
     ) AS b
@@ -1606,7 +1606,7 @@ b.requested_at IS NOT NULL AS requeue_requested,
     FROM (
         SELECT item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NULL AND priority = $3::int AND (available_at, item_key) > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL AND priority = $3::int AND (available_at, item_key) > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)
         ORDER BY available_at, item_key
         LIMIT $8::int
     ) AS b
@@ -1639,7 +1639,7 @@ b.requested_at IS NOT NULL AS requeue_requested,
     FROM (
         SELECT item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NULL AND priority <= $6::bigint
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL AND priority <= $6::bigint
         ORDER BY priority DESC, available_at, item_key
         LIMIT $8::int
     ) AS b
@@ -1684,7 +1684,7 @@ b.requested_at IS NOT NULL AS requeue_requested,
     FROM (
         SELECT item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NULL AND priority = $3::int AND (available_at, item_key) > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL AND priority = $3::int AND (available_at, item_key) > ('epoch'::timestamptz + $4::bigint * INTERVAL '1 microsecond', $5::text)
         ORDER BY available_at, item_key
         LIMIT $8::int
     ) AS b
@@ -1717,7 +1717,7 @@ b.requested_at IS NOT NULL AS requeue_requested,
     FROM (
         SELECT item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NULL AND priority <= $6::bigint
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL AND priority <= $6::bigint
         ORDER BY priority DESC, available_at, item_key
         LIMIT $8::int
     ) AS b
@@ -1762,7 +1762,7 @@ b.requested_at IS NOT NULL AS requeue_requested,
     FROM (
         SELECT item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NOT NULL AND completed_at = 'epoch'::timestamptz + $3::bigint * INTERVAL '1 microsecond' AND item_key < $4::text
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NOT NULL AND completed_at = 'epoch'::timestamptz + $3::bigint * INTERVAL '1 microsecond' AND item_key < $4::text
         ORDER BY item_key DESC
         LIMIT $6::int
     ) AS b
@@ -1795,7 +1795,7 @@ b.requested_at IS NOT NULL AS requeue_requested,
     FROM (
         SELECT item_key, priority, attempts, last_error, enqueued_at, available_at, lease_until, completed_at, requested_at
         FROM work_queue_items
-        WHERE queue_name = $1::text AND completed_at IS NOT NULL AND completed_at < COALESCE('epoch'::timestamptz + $3::bigint * INTERVAL '1 microsecond', 'infinity')
+        WHERE queue_name = (SELECT $1::text) AND completed_at IS NOT NULL AND completed_at < COALESCE('epoch'::timestamptz + $3::bigint * INTERVAL '1 microsecond', 'infinity')
         ORDER BY completed_at DESC, item_key DESC
         LIMIT $6::int
     ) AS b
@@ -1822,7 +1822,7 @@ WITH target AS MATERIALIZED (
 -- locked already, in key order; they are checked on its latest version.
 UPDATE work_queue_items AS q
 SET available_at = now(), attempts = 0
-WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
+WHERE q.queue_name = (SELECT $1::text) AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
     AND NOT (completed_at IS NULL AND lease_until > now()) AND ((completed_at IS NULL AND $2::int > 0 AND attempts >= $2::int) OR (completed_at IS NULL
     AND lease_until <= now()
     AND available_at > now()
@@ -1840,19 +1840,19 @@ RETURNING q.item_key;
 WITH oldest AS MATERIALIZED (
     SELECT item_key
     FROM work_queue_items
-    WHERE queue_name = $1::text AND completed_at IS NOT NULL
+    WHERE queue_name = (SELECT $1::text) AND completed_at IS NOT NULL
     ORDER BY completed_at
     LIMIT $2::int
 ),
 target AS MATERIALIZED (
     SELECT queue_name, item_key
     FROM work_queue_items
-    WHERE queue_name = $1::text AND item_key = ANY(ARRAY(SELECT item_key FROM oldest))
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY(ARRAY(SELECT item_key FROM oldest))
     ORDER BY item_key
     FOR UPDATE
 )
 DELETE FROM work_queue_items AS q
-WHERE q.queue_name = $1::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
+WHERE q.queue_name = (SELECT $1::text) AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
     AND q.completed_at IS DISTINCT FROM NULL::timestamptz;
 
 -- admin.pause

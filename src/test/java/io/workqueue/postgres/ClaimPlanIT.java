@@ -57,10 +57,10 @@ class ClaimPlanIT {
     /**
      * A queue new since the last ANALYZE (or grown since) is estimated from the statistics for its
      * name at one row; planned for that name, a claim read it through the primary key and filtered
-     * its whole history on every claim (20,000 rows here), and a complete or a release locked its
-     * keys the same way. Claims, the look and the writers must reach their rows through an index
-     * condition whatever the estimate: counted as the rows a filter dropped, which history would
-     * make 20,000.
+     * its whole history on every claim (20,000 rows here); a complete or a release locked its keys,
+     * and stats(), the health check and the reaper read, the same way. Each must reach its rows
+     * through an index condition whatever the estimate: counted as the rows a filter dropped,
+     * which history would make 20,000.
      */
     @Test
     void aQueueTheStatisticsHaveNotSeenIsNotReadThroughItsHistory() {
@@ -73,7 +73,10 @@ class ClaimPlanIT {
                         "'unseen', 0, 10, 30000000, ARRAY['p1'], ARRAY[0], ARRAY[0::bigint], false"),
                 analyzedCustomPlan(sql.completeKeys, "text, text[], boolean", "'unseen', ARRAY['p2'], false"),
                 analyzedCustomPlan(sql.releaseKeys, "text, text[], bigint, text", "'unseen', ARRAY['p3'], 0, NULL"),
-                analyzedCustomPlan(sql.lookBehindCursors, "text, int", "'unseen', 0"));
+                analyzedCustomPlan(sql.lookBehindCursors, "text, int", "'unseen', 0"),
+                analyzedCustomPlan(sql.stats, "text, int", "'unseen', 0"),
+                analyzedCustomPlan(sql.readyLongerThan, "text, int, bigint", "'unseen', 0, 300000000"),
+                analyzedCustomPlan(sql.reapCompleted, "text, bigint, int", "'unseen', 86400000000, 1000"));
         for (List<String> plan : plans) {
             String text = String.join("\n", plan);
             long dropped = 0;

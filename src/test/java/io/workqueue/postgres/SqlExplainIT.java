@@ -263,7 +263,10 @@ class SqlExplainIT {
 
         plans.forEach((name, plan) -> {
             String text = String.join("\n", plan);
-            assertTrue(text.contains("$1"), name + " was not planned generically:\n" + text);
+            // A generic plan shows parameters ($n) where a custom one shows the arguments; the queue's
+            // $1 may sit only in an InitPlan (this_queue), which prints no expression.
+            assertTrue(java.util.regex.Pattern.compile("\\$\\d").matcher(text).find(),
+                    name + " was not planned generically:\n" + text);
             assertFalse(text.contains("Seq Scan"), name + " scans the whole table under a generic plan:\n" + text);
         });
     }

@@ -66,7 +66,7 @@ FROM (
     FROM (
         SELECT {{raw_columns}}
         FROM {{table}}
-        WHERE queue_name = :queue::text AND {{range}}
+        WHERE queue_name = {{this_queue}} AND {{range}}
         ORDER BY {{order}}
         LIMIT :scan_budget::int
     ) AS b
@@ -197,7 +197,7 @@ WITH {{lock_named}}
 -- locked already, in key order; they are checked on its latest version.
 UPDATE {{table}} AS q
 SET available_at = now(), attempts = 0
-WHERE q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
+WHERE q.queue_name = {{this_queue}} AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
     AND NOT ({{leased}}) AND (({{stalled}}) OR ({{delayed}}))
 RETURNING q.item_key
 
@@ -211,19 +211,19 @@ RETURNING q.item_key
 WITH oldest AS MATERIALIZED (
     SELECT item_key
     FROM {{table}}
-    WHERE queue_name = :queue::text AND {{completed}}
+    WHERE queue_name = {{this_queue}} AND {{completed}}
     ORDER BY completed_at
     LIMIT :purge_limit::int
 ),
 target AS MATERIALIZED (
     SELECT queue_name, item_key
     FROM {{table}}
-    WHERE queue_name = :queue::text AND item_key = ANY(ARRAY(SELECT item_key FROM oldest))
+    WHERE queue_name = {{this_queue}} AND item_key = ANY(ARRAY(SELECT item_key FROM oldest))
     ORDER BY item_key
     FOR UPDATE
 )
 DELETE FROM {{table}} AS q
-WHERE q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
+WHERE q.queue_name = {{this_queue}} AND q.item_key = ANY(ARRAY(SELECT item_key FROM target))
     AND q.completed_at IS DISTINCT FROM NULL::timestamptz
 
 -- statement: admin.pause

@@ -27,7 +27,7 @@
 WITH expired AS MATERIALIZED (
     SELECT queue_name, item_key
     FROM {{table}}
-    WHERE queue_name = :queue::text
+    WHERE queue_name = {{this_queue}}
         AND completed_at IS NOT NULL
         AND completed_at < now() - :retention::bigint * INTERVAL '1 microsecond'
     ORDER BY completed_at
@@ -38,7 +38,7 @@ DELETE FROM {{table}} AS q
 USING expired
 WHERE q.queue_name = expired.queue_name AND q.item_key = expired.item_key
     -- As in the claim: primary-key lookups even under a generic plan.
-    AND q.queue_name = :queue::text AND q.item_key = ANY(ARRAY(SELECT item_key FROM expired))
+    AND q.queue_name = {{this_queue}} AND q.item_key = ANY(ARRAY(SELECT item_key FROM expired))
 
 -- statement: stats
 -- params: queue, attempt_limit
@@ -54,7 +54,7 @@ SELECT
     count(*) FILTER (WHERE {{stalled}}) AS stalled,
     (SELECT count(*) FROM (
         SELECT 1 FROM {{table}}
-        WHERE queue_name = :queue::text AND {{completed}}
+        WHERE queue_name = {{this_queue}} AND {{completed}}
         ORDER BY completed_at DESC
         LIMIT {{completed_count_cap}}) AS newest) AS completed,
     -- How long the longest-waiting ready item has been claimable, on the database
@@ -69,7 +69,7 @@ SELECT
         0) AS longest_lease_us,
     {{paused_us}} AS paused_us
 FROM {{table}}
-WHERE queue_name = :queue::text AND completed_at IS NULL
+WHERE queue_name = {{this_queue}} AND completed_at IS NULL
 
 -- statement: readyLongerThan
 -- params: queue, attempt_limit, threshold
@@ -81,11 +81,11 @@ WHERE queue_name = :queue::text AND completed_at IS NULL
 -- that are leased or out of attempts: in flight, not history.
 WITH RECURSIVE bands AS (
     (SELECT priority FROM {{table}}
-     WHERE queue_name = :queue::text AND completed_at IS NULL
+     WHERE queue_name = {{this_queue}} AND completed_at IS NULL
      ORDER BY priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT q.priority FROM {{table}} AS q
-            WHERE q.queue_name = :queue::text AND q.completed_at IS NULL AND q.priority < bands.priority
+            WHERE q.queue_name = {{this_queue}} AND q.completed_at IS NULL AND q.priority < bands.priority
             ORDER BY q.priority DESC LIMIT 1)
     FROM bands
     WHERE bands.priority IS NOT NULL
@@ -95,7 +95,7 @@ SELECT EXISTS (
     FROM bands
     CROSS JOIN LATERAL (
         SELECT 1 FROM {{table}}
-        WHERE queue_name = :queue::text AND priority = bands.priority
+        WHERE queue_name = {{this_queue}} AND priority = bands.priority
             AND available_at <= now() - :threshold::bigint * INTERVAL '1 microsecond'
             AND {{due}}
             AND {{ready_since}} <= now() - :threshold::bigint * INTERVAL '1 microsecond'

@@ -24,15 +24,16 @@
 -- param attempt_limit int: 0 means unlimited
 
 -- fragment: this_queue
--- The queue's name as the claims, the look and the writers that lock named keys compare it:
--- in a subquery, whose value the planner does not see, so that it estimates the queue's rows
--- as it would for any queue rather than from the statistics for this name. Planned with the
+-- The queue's name as every statement that reads a queue's rows of the items table compares
+-- it: in a subquery, whose value the planner does not see, so that it estimates the queue's
+-- rows as it would for any queue rather than from the statistics for this name. Planned with the
 -- name itself, a queue the statistics have not seen (new since the last ANALYZE, or grown
 -- since) is estimated at one row, and a claim then read the queue through its primary key,
 -- filtering every completed row of its history on each claim where the due index reaches the
 -- due rows directly (14,000 rows filtered per claim, 32 ms against 8, on a queue ten seconds
--- old in the fleet benchmark; docs/benchmarks/fleet/ANALYSIS.md), and a complete locked its
--- keys the same way. The subquery runs once per statement.
+-- old in the fleet benchmark; docs/benchmarks/fleet/ANALYSIS.md); completes, stats(), the
+-- health check and the reaper read the history the same way. The subquery runs once per
+-- statement.
 
 (SELECT :queue::text)
 
