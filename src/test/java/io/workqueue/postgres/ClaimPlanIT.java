@@ -79,23 +79,23 @@ class ClaimPlanIT {
                 analyzedCustomPlan(sql.reapCompleted, "text, bigint, int", "'unseen', 86400000000, 1000"));
         for (List<String> plan : plans) {
             String text = String.join("\n", plan);
-            long dropped = 0;
-            Matcher removed = Pattern.compile("Rows Removed by Filter: (\\d+)").matcher(text);
-            while (removed.find()) {
-                dropped += Long.parseLong(removed.group(1));
-            }
-            assertTrue(dropped < 100, "rows a filter dropped (the queue's history is " + UNSEEN_HISTORY + "):\n" + text);
+            assertTrue(rowsRemovedBy("Filter", text) < 100, "rows a filter dropped (the queue's history is " + UNSEEN_HISTORY + "):\n" + text);
         }
     }
 
     private static void assertLinear(List<String> plan) {
         String text = String.join("\n", plan);
         assertTrue(text.contains("rows=" + BATCH), "the claim leased the whole batch:\n" + text);
-        long compared = 0;
-        Matcher removed = Pattern.compile("Rows Removed by Join Filter: (\\d+)").matcher(text);
-        while (removed.find()) {
-            compared += Long.parseLong(removed.group(1));
+        assertEquals(0, rowsRemovedBy("Join Filter", text), "rows a join filter compared and dropped:\n" + text);
+    }
+
+    /** The rows every node's {@code filter} ("Filter", "Join Filter") dropped, summed over an EXPLAIN ANALYZE. */
+    private static long rowsRemovedBy(String filter, String plan) {
+        long removed = 0;
+        Matcher counts = Pattern.compile("Rows Removed by " + filter + ": (\\d+)").matcher(plan);
+        while (counts.find()) {
+            removed += Long.parseLong(counts.group(1));
         }
-        assertEquals(0, compared, "rows a join filter compared and dropped:\n" + text);
+        return removed;
     }
 }
