@@ -1,6 +1,7 @@
 package io.workqueue.internal;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -85,12 +86,32 @@ final class HandlerCalls<C extends HandlerCalls.Call> {
 
     /** Queues {@code call}; starts a runner if none is running, and the watchdog if it is not looking. */
     void submit(C call) {
-        unstarted.incrementAndGet();
-        waiting.offer(call);
-        if (runners.get() == 0) {
+        submitAll(List.of(call));
+    }
+
+    /**
+     * Queues {@code calls} in order, all before a runner may start: a runner started for the first
+     * would preempt the submitting thread as it wakes (on a busy machine the woken thread often
+     * takes the submitter's core), make that one call, find the queue empty and end, so that
+     * submitting one by one would cost one hand-off per call instead of one per batch.
+     */
+    void submitAll(List<? extends C> calls) {
+        if (calls.isEmpty()) {
+            return;
+        }
+        // Runners are only ever added here (by this one submitting thread) and by the watchdog,
+        // which runs only while watching; a runner counts itself until it has no call in progress.
+        boolean runnerBusy = runners.get() > 0;
+        unstarted.addAndGet(calls.size());
+        waiting.addAll(calls);
+        if (!runnerBusy) {
             addRunner();
         }
-        watch();
+        // One call for an idle pool cannot wait behind another, so it needs no watchdog (which
+        // costs the timer's thread a wake-up or two): a busy runner, or a second call, does.
+        if (runnerBusy || calls.size() > 1) {
+            watch();
+        }
     }
 
     /**

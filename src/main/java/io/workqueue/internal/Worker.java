@@ -272,6 +272,9 @@ public final class Worker<K> {
                 for (Item<K> item : leased) {
                     run(item, batch);
                 }
+                if (calls != null) {
+                    calls.submitAll(batch.runs);
+                }
                 batch.expireAfter(options.lease());
             }
             return claimAsked > 0 && leased.size() < claimAsked;
@@ -320,7 +323,10 @@ public final class Worker<K> {
 
         // ------------------------------------------------------------ handlers
 
-        /** Takes a slot for {@code item} and hands its handler call to the handler scheduler. */
+        /**
+         * Takes a slot for {@code item}; calls its handler at once in the loop, or leaves the call
+         * for the caller to hand to the handler scheduler with the rest of its batch.
+         */
         private void run(Item<K> item, Batch batch) {
             Run run = new Run(item, batch);
             running.add(run);
@@ -331,8 +337,6 @@ public final class Worker<K> {
             batch.outstanding++;
             if (calls == null) {
                 call(run);
-            } else {
-                calls.submit(run);
             }
         }
 

@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.scheduler.VirtualTimeScheduler;
@@ -135,6 +136,52 @@ class HandlerCallsTest {
         }
         Poll.until(TIMEOUT, "the last two made once runners were free", () -> log.size() == 6);
         assertEquals(4, blocking.stream().map(call -> call.thread).limit(4).distinct().count());
+    }
+
+    @Test
+    void theWatchdogLooksOnlyWhenACallCanWaitBehindAnother() {
+        AtomicInteger looksScheduled = new AtomicInteger();
+        Scheduler countingTimer = new Scheduler() {
+            @Override
+            public Disposable schedule(Runnable task) {
+                return vts.schedule(task);
+            }
+
+            @Override
+            public Disposable schedule(Runnable task, long delay, TimeUnit unit) {
+                looksScheduled.incrementAndGet();
+                return vts.schedule(task, delay, unit);
+            }
+
+            @Override
+            public Worker createWorker() {
+                return vts.createWorker();
+            }
+        };
+        HandlerCalls<TestCall> calls = new HandlerCalls<>(threads, 16, countingTimer, PATIENCE,
+                startedAll::incrementAndGet, (call, error) -> refusals.add(error));
+        List<String> log = new CopyOnWriteArrayList<>();
+        CountDownLatch release = new CountDownLatch(1);
+        TestCall lone = new TestCall("lone", release, log);
+
+        calls.submit(lone);
+        Poll.until(TIMEOUT, "the lone call under way", () -> log.size() == 1);
+        assertEquals(0, looksScheduled.get(), "a lone call for an idle pool waits behind nothing");
+
+        calls.submit(quick("behind", log));
+        assertEquals(1, looksScheduled.get(), "a call behind a busy runner is watched");
+        untilAdvancing("the call behind the blocked one made on a runner of its own", () -> log.size() == 2);
+        release.countDown();
+        awaitDone(lone);
+
+        Poll.until(TIMEOUT, "the runners idle again", () -> !calls.handingOut() && startedAll.get() > 0);
+        vts.advanceTimeBy(PATIENCE.multipliedBy(3)); // the watchdog's last looks: nothing waits, it stops
+        int before = looksScheduled.get();
+        TestCall a = quick("a", log);
+        TestCall b = quick("b", log);
+        calls.submitAll(List.of(a, b));
+        awaitDone(b);
+        assertTrue(looksScheduled.get() > before, "the second call of a batch can wait behind the first");
     }
 
     @Test

@@ -661,6 +661,41 @@ class WorkerTest {
     }
 
     @Test
+    void aClaimsHandlerCallsCostOneHandOffEvenWhenTheWokenRunnerRunsBeforeTheLoopGoesOn() {
+        // On a busy machine the runner a claim wakes often takes the core of the thread that woke
+        // it: it makes the first call before the loop has handed over the second. Handed over one
+        // by one, each call then found an idle pool and cost a hand-off of its own.
+        ScriptedQueue queue = queue(keys(20).toArray(String[]::new));
+        PreemptingThreads threads = new PreemptingThreads();
+
+        Downstream downstream = run(queue, item -> Mono.empty(), options(10).handlerScheduler(threads).build(),
+                Long.MAX_VALUE);
+        vts.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertEquals(keys(20), downstream.received);
+        assertEquals(List.of(10, 10), queue.claimLimits.subList(0, 2));
+        assertEquals(2, threads.scheduled.get(), "one runner per claim of 10, not one per call");
+        downstream.dispose();
+    }
+
+    /** Runs each task at once on the scheduling thread, as a runner that preempts its waker would; counts them. */
+    private static final class PreemptingThreads implements reactor.core.scheduler.Scheduler {
+        final AtomicInteger scheduled = new AtomicInteger();
+
+        @Override
+        public reactor.core.Disposable schedule(Runnable task) {
+            scheduled.incrementAndGet();
+            task.run();
+            return reactor.core.Disposables.disposed();
+        }
+
+        @Override
+        public Worker createWorker() {
+            return Schedulers.immediate().createWorker();
+        }
+    }
+
+    @Test
     void aHandlerHoldingTheDeliveringThreadIsNamedInAWarningAtMostOnceAMinute() {
         ScriptedQueue queue = queue("a", "b");
         Function<Item<String>, Publisher<?>> spinning = new Spinning(Duration.ofMillis(120));
