@@ -286,7 +286,9 @@ public interface ReactiveWorkQueue<K> {
      * write.
      *
      * <p><b>Claims merge.</b> At most two leasing statements (this, or {@link #completeAndClaim})
-     * are in flight per queue instance; claims for the same lease that arrive while both run ride
+     * are in flight per queue instance, the second only once the first has run 50 ms (a claim
+     * normally takes a few: one at a time, they merge best, and one waiting on a lock still holds
+     * up the others for no longer than that); claims for the same lease that arrive meanwhile ride
      * the next statement together, their limits added up (within
      * {@link WorkQueueConfig#maxWriteBatch()}, so one merged statement may lease more than
      * {@code maxClaimBatch}, never more than {@code maxWriteBatch}), and each gets its own items, in

@@ -9,6 +9,8 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Iterator;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiPredicate;
@@ -41,7 +43,8 @@ import reactor.core.scheduler.Scheduler;
  * <p>A {@link Policy} can change that: a write carries only submissions {@linkplain Policy#mergeable
  * mergeable} with the first it takes (the others keep their place for a later write), a write
  * may be {@linkplain Policy#abandonable abandoned} once every caller it carries has cancelled, and
- * {@linkplain Policy#maxInFlight more than one write} may be in flight at once.
+ * {@linkplain Policy#maxInFlight more than one write} may be in flight at once, or only once the
+ * writes in flight have {@linkplain Policy#slowAfter turned slow}.
  *
  * <p>Each submission's {@code Mono} emits its own result from the write that carried it (or
  * completes empty for a write without results), fails when that write fails, and is the caller's
@@ -98,16 +101,30 @@ public final class GroupCommit<T, R> {
      * @param callersLog  whether every caller logs a failure it receives itself (a claim loop
      *                    does, with what it does next): the group commit then logs a failed write
      *                    at DEBUG only, so that one failure is one line in the log, not two
+     * @param slowAfter   with {@code maxInFlight} above one: a further write starts only once every
+     *                    write in flight has run this long, so that writes of normal length run one
+     *                    at a time and what arrives meanwhile merges into the next, while a slow one
+     *                    (waiting for a lock) still does not hold up the callers behind it for
+     *                    longer than this. {@link Duration#ZERO}: at once
      * @param <T>         what one caller submits
      * @param <R>         what one caller gets back
      */
     public record Policy<T, R>(BiPredicate<? super T, ? super T> mergeable, boolean abandonable,
-            Consumer<? super R> unclaimed, int maxInFlight, boolean callersLog) {
-        /** Validates {@code maxInFlight}. */
+            Consumer<? super R> unclaimed, int maxInFlight, boolean callersLog, Duration slowAfter) {
+        /** Validates {@code maxInFlight} and {@code slowAfter}. */
         public Policy {
             if (maxInFlight < 1) {
                 throw new IllegalArgumentException("maxInFlight must be at least 1 but was " + maxInFlight);
             }
+            if (slowAfter.isNegative()) {
+                throw new IllegalArgumentException("slowAfter must not be negative but was " + slowAfter);
+            }
+        }
+
+        /** A policy whose further writes start at once. */
+        public Policy(BiPredicate<? super T, ? super T> mergeable, boolean abandonable, Consumer<? super R> unclaimed,
+                int maxInFlight, boolean callersLog) {
+            this(mergeable, abandonable, unclaimed, maxInFlight, callersLog, Duration.ZERO);
         }
 
         /** A policy whose group commit logs each failed write itself. */
@@ -263,6 +280,10 @@ public final class GroupCommit<T, R> {
     private final class Drain extends BaseSubscriber<Submission> {
         private final ArrayDeque<Submission> pending = new ArrayDeque<>(); // guarded by this
         private int writing; // writes in flight; guarded by this
+        /** The writes in flight, for their ages; guarded by this. */
+        private final List<Write> inFlight = new ArrayList<>();
+        /** A look for a write turning slow, while submissions wait on one; guarded by this. */
+        private @Nullable Disposable slowLook;
         private final AtomicInteger wip = new AtomicInteger();
 
         @Override
@@ -309,9 +330,9 @@ public final class GroupCommit<T, R> {
             }
             int missed = 1;
             do {
-                List<Submission> batch;
-                while ((batch = takeBatchIfIdle()) != null) {
-                    startWrite(batch);
+                Write next;
+                while ((next = takeBatchIfIdle()) != null) {
+                    startWrite(next);
                 }
                 missed = wip.addAndGet(-missed);
             } while (missed != 0);
@@ -325,9 +346,19 @@ public final class GroupCommit<T, R> {
          * several writes allowed in flight, a flush marker also waits until none is: it rides a
          * write that starts after every earlier one has finished.
          */
-        private synchronized @Nullable List<Submission> takeBatchIfIdle() {
+        private synchronized @Nullable Write takeBatchIfIdle() {
             if (writing >= policy.maxInFlight() || pending.isEmpty()) {
                 return null;
+            }
+            long now = timer.now(TimeUnit.NANOSECONDS);
+            if (!inFlight.isEmpty() && !policy.slowAfter().isZero()) {
+                long youngest = inFlight.stream().mapToLong(write -> write.takenNanos).max().orElseThrow();
+                // At most slowAfter: a wall clock stepped back must not postpone the look.
+                long untilSlow = Math.min(youngest + policy.slowAfter().toNanos() - now, policy.slowAfter().toNanos());
+                if (untilSlow > 0) {
+                    lookAgainIn(untilSlow);
+                    return null;
+                }
             }
             int othersInFlight = writing;
             List<Submission> batch = takeBatch(othersInFlight);
@@ -335,7 +366,33 @@ public final class GroupCommit<T, R> {
                 return null; // a flush marker at the front waits for the writes in flight
             }
             writing++;
-            return batch;
+            Write write = new Write(batch, now);
+            inFlight.add(write);
+            if (pending.isEmpty() && slowLook != null) {
+                slowLook.dispose(); // nothing is left to wait for a write turning slow
+                slowLook = null;
+            }
+            return write;
+        }
+
+        /**
+         * Submissions wait for the write in flight, which is not slow yet: look again when it
+         * would be (a write that ends first takes them itself). One look at a time; guarded by this.
+         */
+        private void lookAgainIn(long nanos) {
+            if (slowLook != null) {
+                return;
+            }
+            try {
+                slowLook = timer.schedule(() -> {
+                    synchronized (this) {
+                        slowLook = null;
+                    }
+                    drainLoop();
+                }, nanos, TimeUnit.NANOSECONDS);
+            } catch (RejectedExecutionException e) {
+                // The timer is shut down: the write in flight ends some time, and takes them then.
+            }
         }
 
         private List<Submission> takeBatch(int othersInFlight) {
@@ -371,8 +428,8 @@ public final class GroupCommit<T, R> {
             return batch;
         }
 
-        private void startWrite(List<Submission> batch) {
-            Write run = new Write(batch);
+        private void startWrite(Write run) {
+            List<Submission> batch = run.batch;
             List<T> payloads = new ArrayList<>(batch.size());
             synchronized (this) {
                 for (Submission s : batch) {
@@ -423,6 +480,8 @@ public final class GroupCommit<T, R> {
         /** One batch being written; finishes once, whichever signal or throw comes first. */
         private final class Write {
             private final List<Submission> batch;
+            /** When it was taken from the queue, on the timer's clock. */
+            final long takenNanos;
             /** False for a batch that finishes without writing: flush markers, cancelled callers. */
             private volatile boolean writes;
             private final AtomicBoolean finished = new AtomicBoolean();
@@ -433,8 +492,9 @@ public final class GroupCommit<T, R> {
             private volatile @Nullable Disposable subscription;
             private volatile boolean abandoned;
 
-            Write(List<Submission> batch) {
+            Write(List<Submission> batch, long takenNanos) {
                 this.batch = batch;
+                this.takenNanos = takenNanos;
             }
 
             /**
@@ -464,6 +524,7 @@ public final class GroupCommit<T, R> {
                 } finally {
                     synchronized (Drain.this) {
                         writing--;
+                        inFlight.remove(this);
                     }
                     drainLoop();
                 }

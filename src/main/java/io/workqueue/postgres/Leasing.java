@@ -11,6 +11,7 @@ import io.workqueue.WorkerOptions;
 import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.Throwables;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -38,6 +39,13 @@ final class Leasing<K> {
 
     /** How many merged leasing statements one instance runs at once. */
     private static final int LEASING_STATEMENTS_IN_FLIGHT = 2;
+    /**
+     * How long a leasing statement runs before the second may start beside it. Claims take a few
+     * milliseconds: one at a time, the claims that arrive meanwhile merge into the next, and
+     * fewer statements step over each other's locked rows (docs/benchmarks/handler-scheduler/
+     * batch-submit-7-rounds). A statement waiting on a lock is slow, and the second slot opens.
+     */
+    static final Duration LEASING_STATEMENT_SLOW_AFTER = Duration.ofMillis(50);
     private static final String[] NO_KEYS = new String[0];
 
     private final WorkQueueConfig config;
@@ -65,9 +73,10 @@ final class Leasing<K> {
         this.metrics = metrics;
         // Claims merge like writes: a leasing statement carries every claim that arrived while
         // others ran, so a process's loops never race each other over the same index entries and
-        // each statement's fixed cost is shared (docs/benchmarks). Two may be in flight, so that one
-        // slow statement (a completion waiting for a row lock, a slow commit) does not hold up
-        // every loop of the instance; in steady state the loops' claims meet in one. Only claims
+        // each statement's fixed cost is shared (docs/benchmarks). A second may start once the
+        // first has run LEASING_STATEMENT_SLOW_AFTER, so that one slow statement (a completion
+        // waiting for a row lock, a slow commit) does not hold up every loop of the instance for
+        // longer; in steady state the loops' claims meet in one. Only claims
         // asking for the same lease ride together. A statement every caller left is cancelled on
         // the server; the share of a caller that left a statement others still wait for is undone.
         this.leases = new GroupCommit<>(config.name(), "claim", this::leaseMerged,
@@ -75,7 +84,7 @@ final class Leasing<K> {
                 config.writeTimeout(), timer, GroupCommit.WriteListener.NONE,
                 // The claim loops log each failure themselves, with the retry they make of it.
                 new GroupCommit.Policy<>((first, other) -> first.leaseMicros() == other.leaseMicros(), true,
-                        this::handBack, LEASING_STATEMENTS_IN_FLIGHT, true));
+                        this::handBack, LEASING_STATEMENTS_IN_FLIGHT, true, LEASING_STATEMENT_SLOW_AFTER));
         this.look = new CursorLook(config.name(), cursors, this::lookBehindCursors, wake, metrics, System::nanoTime);
     }
 

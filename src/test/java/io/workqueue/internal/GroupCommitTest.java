@@ -832,6 +832,66 @@ class GroupCommitTest {
         assertTrue(flushed.get());
     }
 
+    // ---------------------------------------------------------------- a second write only once the first is slow
+
+    private static final Duration SLOW_AFTER = Duration.ofMillis(50);
+
+    private GroupCommit<String, Void> twoOnceSlow(HeldWrites writes) {
+        return new GroupCommit<>("q", "claim", GroupCommit.withoutResults(writes), payload -> 1, Integer.MAX_VALUE,
+                TIMEOUT, vts, GroupCommit.WriteListener.NONE,
+                new GroupCommit.Policy<>((a, b) -> true, false, r -> {}, 2, false, SLOW_AFTER));
+    }
+
+    @Test
+    void whileTheWriteInFlightIsNotSlowWhatArrivesWaitsAndMergesIntoTheNext() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = twoOnceSlow(writes);
+        new Caller(commit, "a");
+        List<Caller> behind = List.of(new Caller(commit, "b"), new Caller(commit, "c"));
+        vts.advanceTimeBy(SLOW_AFTER.minusMillis(1));
+        assertEquals(List.of(List.of("a")), writes.batches, "a second slot is there, but a is not slow yet");
+
+        writes.completeNext();
+
+        assertEquals(List.of(List.of("a"), List.of("b", "c")), writes.batches, "one write for both, at once");
+        vts.advanceTimeBy(SLOW_AFTER.multipliedBy(2));
+        assertEquals(2, writes.batches.size(), "the look that was due found nothing left to start");
+        writes.completeNext();
+        assertTrue(behind.stream().allMatch(caller -> caller.completed));
+    }
+
+    @Test
+    void aSlowWriteInFlightNoLongerHoldsUpWhatArrivedBehindIt() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = twoOnceSlow(writes);
+        Caller stuck = new Caller(commit, "stuck"); // as a statement waiting for a row lock
+        vts.advanceTimeBy(Duration.ofMillis(20));
+        Caller b = new Caller(commit, "b");
+        new Caller(commit, "c");
+        vts.advanceTimeBy(Duration.ofMillis(29));
+        assertEquals(1, writes.batches.size());
+
+        vts.advanceTimeBy(Duration.ofMillis(1));
+
+        assertEquals(List.of(List.of("stuck"), List.of("b", "c")), writes.batches,
+                "once the write in flight has run slowAfter, the second slot takes what waits");
+        Caller d = new Caller(commit, "d");
+        vts.advanceTimeBy(SLOW_AFTER.multipliedBy(3));
+        assertEquals(2, writes.batches.size(), "never more than two in flight");
+        assertTrue(d.waiting());
+        writes.completeNext(); // stuck
+        assertTrue(stuck.completed);
+        assertEquals(List.of("d"), writes.batches.get(2), "b and c have run longer than slowAfter: d starts at once");
+        writes.completeNext();
+        assertTrue(b.completed);
+    }
+
+    @Test
+    void aPolicyMustNotWaitANegativeTime() {
+        assertThrows(IllegalArgumentException.class, () -> new GroupCommit.Policy<String, Integer>((a, b) -> true,
+                false, r -> {}, 2, false, Duration.ofMillis(-1)));
+    }
+
     @Test
     void aPolicyMustAllowAtLeastOneWriteInFlight() {
         assertThrows(IllegalArgumentException.class,

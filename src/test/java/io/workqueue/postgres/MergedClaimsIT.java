@@ -22,8 +22,8 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 
 /**
- * Claims of one queue instance merge like its writes: at most two leasing statements in flight, the
- * next carrying every claim that arrived meanwhile, its items dealt out in claim order. Claims for
+ * Claims of one queue instance merge like its writes: at most two leasing statements in flight (the
+ * second once the first has run {@link Leasing#LEASING_STATEMENT_SLOW_AFTER}), the next carrying every claim that arrived meanwhile, its items dealt out in claim order. Claims for
  * different leases never share a statement; a statement every caller left is cancelled on the
  * server; and the share of a caller that left a statement others still wait for is handed back
  * undone.
