@@ -106,12 +106,18 @@ public final class GroupCommit<T, R> {
      *                    at a time and what arrives meanwhile merges into the next, while a slow one
      *                    (waiting for a lock) still does not hold up the callers behind it for
      *                    longer than this. {@link Duration#ZERO}: at once
+     * @param regroupWithin after a write that carried several callers ends, how long the next may
+     *                    wait for as much to be submitted again as that write carried: callers that
+     *                    resubmit from their own threads come back one by one, and the first would
+     *                    otherwise find the queue idle and go alone. It starts as soon as that much
+     *                    waits. {@link Duration#ZERO}: never waits
      * @param <T>         what one caller submits
      * @param <R>         what one caller gets back
      */
     public record Policy<T, R>(BiPredicate<? super T, ? super T> mergeable, boolean abandonable,
-            Consumer<? super R> unclaimed, int maxInFlight, boolean callersLog, Duration slowAfter) {
-        /** Validates {@code maxInFlight} and {@code slowAfter}. */
+            Consumer<? super R> unclaimed, int maxInFlight, boolean callersLog, Duration slowAfter,
+            Duration regroupWithin) {
+        /** Validates {@code maxInFlight}, {@code slowAfter} and {@code regroupWithin}. */
         public Policy {
             if (maxInFlight < 1) {
                 throw new IllegalArgumentException("maxInFlight must be at least 1 but was " + maxInFlight);
@@ -119,12 +125,15 @@ public final class GroupCommit<T, R> {
             if (slowAfter.isNegative()) {
                 throw new IllegalArgumentException("slowAfter must not be negative but was " + slowAfter);
             }
+            if (regroupWithin.isNegative()) {
+                throw new IllegalArgumentException("regroupWithin must not be negative but was " + regroupWithin);
+            }
         }
 
         /** A policy whose further writes start at once. */
         public Policy(BiPredicate<? super T, ? super T> mergeable, boolean abandonable, Consumer<? super R> unclaimed,
                 int maxInFlight, boolean callersLog) {
-            this(mergeable, abandonable, unclaimed, maxInFlight, callersLog, Duration.ZERO);
+            this(mergeable, abandonable, unclaimed, maxInFlight, callersLog, Duration.ZERO, Duration.ZERO);
         }
 
         /** A policy whose group commit logs each failed write itself. */
@@ -282,8 +291,13 @@ public final class GroupCommit<T, R> {
         private int writing; // writes in flight; guarded by this
         /** The writes in flight, for their ages; guarded by this. */
         private final List<Write> inFlight = new ArrayList<>();
-        /** A look for a write turning slow, while submissions wait on one; guarded by this. */
-        private @Nullable Disposable slowLook;
+        /** What the next write waits to gather (see Policy#regroupWithin), and until when; guarded by this. */
+        private long regroupWeight;
+        private long regroupUntilNanos;
+        /** The next look at submissions that wait for a write to turn slow or for a group to gather; guarded by this. */
+        private @Nullable Disposable nextLook;
+        /** When that look is due, on the timer's clock; guarded by this. */
+        private long lookAtNanos;
         private final AtomicInteger wip = new AtomicInteger();
 
         @Override
@@ -356,9 +370,17 @@ public final class GroupCommit<T, R> {
                 // At most slowAfter: a wall clock stepped back must not postpone the look.
                 long untilSlow = Math.min(youngest + policy.slowAfter().toNanos() - now, policy.slowAfter().toNanos());
                 if (untilSlow > 0) {
-                    lookAgainIn(untilSlow);
+                    lookAgainIn(untilSlow, now);
                     return null;
                 }
+            }
+            if (regroupWeight > 0) {
+                long untilDone = Math.min(regroupUntilNanos - now, policy.regroupWithin().toNanos());
+                if (untilDone > 0 && pendingWeight() < regroupWeight) {
+                    lookAgainIn(untilDone, now);
+                    return null;
+                }
+                regroupWeight = 0;
             }
             int othersInFlight = writing;
             List<Submission> batch = takeBatch(othersInFlight);
@@ -368,30 +390,50 @@ public final class GroupCommit<T, R> {
             writing++;
             Write write = new Write(batch, now);
             inFlight.add(write);
-            if (pending.isEmpty() && slowLook != null) {
-                slowLook.dispose(); // nothing is left to wait for a write turning slow
-                slowLook = null;
+            if (pending.isEmpty() && nextLook != null) {
+                nextLook.dispose(); // nothing is left waiting for it
+                nextLook = null;
             }
             return write;
         }
 
-        /**
-         * Submissions wait for the write in flight, which is not slow yet: look again when it
-         * would be (a write that ends first takes them itself). One look at a time; guarded by this.
-         */
-        private void lookAgainIn(long nanos) {
-            if (slowLook != null) {
-                return;
+        /** The weight of the payloads waiting; guarded by this. */
+        private long pendingWeight() {
+            long weight = 0;
+            for (Submission submission : pending) {
+                weight += submission.weight;
             }
+            return weight;
+        }
+
+        /**
+         * Submissions wait: for the write in flight, which is not slow yet, or for the callers of
+         * the last write to come back. Look again when the wait ends (a write that ends first, or
+         * a submission that completes the group, takes them itself). One look at a time; guarded by this.
+         */
+        private void lookAgainIn(long nanos, long now) {
+            long at = now + nanos;
+            if (nextLook != null) {
+                if (lookAtNanos <= at) {
+                    return;
+                }
+                nextLook.dispose(); // a wait that ends sooner: look then instead
+            }
+            lookAtNanos = at;
+            Disposable[] self = new Disposable[1];
             try {
-                slowLook = timer.schedule(() -> {
+                self[0] = timer.schedule(() -> {
                     synchronized (this) {
-                        slowLook = null;
+                        if (nextLook == self[0]) {
+                            nextLook = null;
+                        }
                     }
                     drainLoop();
                 }, nanos, TimeUnit.NANOSECONDS);
+                nextLook = self[0];
             } catch (RejectedExecutionException e) {
                 // The timer is shut down: the write in flight ends some time, and takes them then.
+                nextLook = null;
             }
         }
 
@@ -439,6 +481,11 @@ public final class GroupCommit<T, R> {
                     }
                 }
                 run.callers = payloads.size();
+                for (Submission submission : batch) {
+                    if (submission.payload != null) {
+                        run.carriedWeight += submission.weight;
+                    }
+                }
             }
             if (payloads.isEmpty()) {
                 // Flush markers only, or callers that all cancelled before it started.
@@ -489,6 +536,8 @@ public final class GroupCommit<T, R> {
             private volatile boolean timedOut;
             /** Callers carried and not cancelled; guarded by the drain. */
             int callers;
+            /** The weight of the payloads it carries; guarded by the drain. */
+            long carriedWeight;
             private volatile @Nullable Disposable subscription;
             private volatile boolean abandoned;
 
@@ -515,6 +564,14 @@ public final class GroupCommit<T, R> {
             void finish(List<R> results, @Nullable Throwable error) {
                 if (!finished.compareAndSet(false, true)) {
                     return;
+                }
+                if (writes && error == null && !policy.regroupWithin().isZero()) {
+                    synchronized (Drain.this) {
+                        if (callers > 1) {
+                            regroupWeight = carriedWeight;
+                            regroupUntilNanos = timer.now(TimeUnit.NANOSECONDS) + policy.regroupWithin().toNanos();
+                        }
+                    }
                 }
                 try {
                     if (writes) {

@@ -46,6 +46,13 @@ final class Leasing<K> {
      * batch-submit-7-rounds). A statement waiting on a lock is slow, and the second slot opens.
      */
     static final Duration LEASING_STATEMENT_SLOW_AFTER = Duration.ofMillis(50);
+    /**
+     * How long, after a leasing statement that carried several loops' claims, the next waits for
+     * those loops to claim again. A worker whose handlers run on its own pool claims again from
+     * that pool's thread, a hand-off after the answer; without the wait the first one back would
+     * go alone and the rest ride another statement. Starts at once when they are all back.
+     */
+    static final Duration LEASING_REGROUP_WITHIN = Duration.ofMillis(1);
     private static final String[] NO_KEYS = new String[0];
 
     private final WorkQueueConfig config;
@@ -84,7 +91,8 @@ final class Leasing<K> {
                 config.writeTimeout(), timer, GroupCommit.WriteListener.NONE,
                 // The claim loops log each failure themselves, with the retry they make of it.
                 new GroupCommit.Policy<>((first, other) -> first.leaseMicros() == other.leaseMicros(), true,
-                        this::handBack, LEASING_STATEMENTS_IN_FLIGHT, true, LEASING_STATEMENT_SLOW_AFTER));
+                        this::handBack, LEASING_STATEMENTS_IN_FLIGHT, true, LEASING_STATEMENT_SLOW_AFTER,
+                        LEASING_REGROUP_WITHIN));
         this.look = new CursorLook(config.name(), cursors, this::lookBehindCursors, wake, metrics, System::nanoTime);
     }
 

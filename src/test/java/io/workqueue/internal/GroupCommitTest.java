@@ -839,7 +839,7 @@ class GroupCommitTest {
     private GroupCommit<String, Void> twoOnceSlow(HeldWrites writes) {
         return new GroupCommit<>("q", "claim", GroupCommit.withoutResults(writes), payload -> 1, Integer.MAX_VALUE,
                 TIMEOUT, vts, GroupCommit.WriteListener.NONE,
-                new GroupCommit.Policy<>((a, b) -> true, false, r -> {}, 2, false, SLOW_AFTER));
+                new GroupCommit.Policy<>((a, b) -> true, false, r -> {}, 2, false, SLOW_AFTER, Duration.ZERO));
     }
 
     @Test
@@ -886,10 +886,63 @@ class GroupCommitTest {
         assertTrue(b.completed);
     }
 
+    // ---------------------------------------------------------------- callers of a write coming back
+
+    private static final Duration REGROUP = Duration.ofMillis(1);
+
+    private GroupCommit<String, Void> regrouping(HeldWrites writes) {
+        return new GroupCommit<>("q", "claim", GroupCommit.withoutResults(writes), payload -> 1, Integer.MAX_VALUE,
+                TIMEOUT, vts, GroupCommit.WriteListener.NONE,
+                new GroupCommit.Policy<>((a, b) -> true, false, r -> {}, 1, false, Duration.ZERO, REGROUP));
+    }
+
+    @Test
+    void callersOfAWriteThatComeBackOneByOneRideTheNextWriteTogether() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = regrouping(writes);
+        new Caller(commit, "x");
+        new Caller(commit, "a");
+        new Caller(commit, "b");
+        new Caller(commit, "c");
+        writes.completeNext(); // x
+        assertEquals(List.of(List.of("x"), List.of("a", "b", "c")), writes.batches);
+        writes.completeNext(); // a, b, c: three callers, each claiming again from a thread of its own
+
+        new Caller(commit, "a2");
+        new Caller(commit, "b2");
+        assertEquals(2, writes.batches.size(), "the first ones back wait for the rest of their group");
+        new Caller(commit, "c2");
+
+        assertEquals(List.of("a2", "b2", "c2"), writes.batches.get(2), "all back: one write, at once");
+    }
+
+    @Test
+    void theFirstOnesBackGoWithoutTheRestOnceTheRegroupingTimeHasPassed() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = regrouping(writes);
+        new Caller(commit, "x");
+        new Caller(commit, "a");
+        new Caller(commit, "b");
+        writes.completeNext(); // x
+        writes.completeNext(); // a, b
+        new Caller(commit, "a2"); // b does not come back
+        vts.advanceTimeBy(REGROUP.minusNanos(1));
+        assertEquals(2, writes.batches.size());
+
+        vts.advanceTimeBy(Duration.ofNanos(1));
+
+        assertEquals(List.of("a2"), writes.batches.get(2));
+        writes.completeNext(); // a2 carried one caller: what comes next goes at once
+        new Caller(commit, "a3");
+        assertEquals(List.of("a3"), writes.batches.get(3));
+    }
+
     @Test
     void aPolicyMustNotWaitANegativeTime() {
         assertThrows(IllegalArgumentException.class, () -> new GroupCommit.Policy<String, Integer>((a, b) -> true,
-                false, r -> {}, 2, false, Duration.ofMillis(-1)));
+                false, r -> {}, 2, false, Duration.ofMillis(-1), Duration.ZERO));
+        assertThrows(IllegalArgumentException.class, () -> new GroupCommit.Policy<String, Integer>((a, b) -> true,
+                false, r -> {}, 2, false, Duration.ZERO, Duration.ofMillis(-1)));
     }
 
     @Test
