@@ -106,17 +106,20 @@ public final class GroupCommit<T, R> {
      *                    at a time and what arrives meanwhile merges into the next, while a slow one
      *                    (waiting for a lock) still does not hold up the callers behind it for
      *                    longer than this. {@link Duration#ZERO}: at once
-     * @param regroupWithin after a write that carried several callers ends, how long the next may
-     *                    wait for as much to be submitted again as that write carried: callers that
-     *                    resubmit from their own threads come back one by one, and the first would
-     *                    otherwise find the queue idle and go alone. It starts as soon as that much
-     *                    waits. {@link Duration#ZERO}: never waits
+     * @param regroupWithin after a write whose results sent several callers straight back (see
+     *                    {@code comesBack}) ends, how long the next may wait for as much to be
+     *                    submitted again as those callers had: callers that resubmit from their
+     *                    own threads come back one by one, and the first would otherwise find the
+     *                    queue idle and go alone. It starts as soon as that much waits.
+     *                    {@link Duration#ZERO}: never waits
+     * @param comesBack   whether a caller, given this result for this payload, submits again at
+     *                    once (a claim loop whose batch came back full); only those are waited for
      * @param <T>         what one caller submits
      * @param <R>         what one caller gets back
      */
     public record Policy<T, R>(BiPredicate<? super T, ? super T> mergeable, boolean abandonable,
             Consumer<? super R> unclaimed, int maxInFlight, boolean callersLog, Duration slowAfter,
-            Duration regroupWithin) {
+            Duration regroupWithin, BiPredicate<? super T, ? super @Nullable R> comesBack) {
         /** Validates {@code maxInFlight}, {@code slowAfter} and {@code regroupWithin}. */
         public Policy {
             if (maxInFlight < 1) {
@@ -133,7 +136,8 @@ public final class GroupCommit<T, R> {
         /** A policy whose further writes start at once. */
         public Policy(BiPredicate<? super T, ? super T> mergeable, boolean abandonable, Consumer<? super R> unclaimed,
                 int maxInFlight, boolean callersLog) {
-            this(mergeable, abandonable, unclaimed, maxInFlight, callersLog, Duration.ZERO, Duration.ZERO);
+            this(mergeable, abandonable, unclaimed, maxInFlight, callersLog, Duration.ZERO, Duration.ZERO,
+                    (payload, result) -> false);
         }
 
         /** A policy whose group commit logs each failed write itself. */
@@ -481,11 +485,6 @@ public final class GroupCommit<T, R> {
                     }
                 }
                 run.callers = payloads.size();
-                for (Submission submission : batch) {
-                    if (submission.payload != null) {
-                        run.carriedWeight += submission.weight;
-                    }
-                }
             }
             if (payloads.isEmpty()) {
                 // Flush markers only, or callers that all cancelled before it started.
@@ -536,8 +535,6 @@ public final class GroupCommit<T, R> {
             private volatile boolean timedOut;
             /** Callers carried and not cancelled; guarded by the drain. */
             int callers;
-            /** The weight of the payloads it carries; guarded by the drain. */
-            long carriedWeight;
             private volatile @Nullable Disposable subscription;
             private volatile boolean abandoned;
 
@@ -560,18 +557,41 @@ public final class GroupCommit<T, R> {
                 finish(List.of(), new CancellationException(operation + " on queue " + name + " abandoned by every caller"));
             }
 
+            /**
+             * Before its callers are signalled: if several will submit again at once, the next
+             * write waits for them (Policy#regroupWithin).
+             */
+            private void regroup(List<R> results) {
+                long weight = 0;
+                int returning = 0;
+                int next = 0;
+                synchronized (Drain.this) {
+                    for (Submission s : batch) {
+                        if (s.payload == null || s.write != this) {
+                            continue; // a flush marker, or cancelled before the write started
+                        }
+                        R result = next < results.size() ? results.get(next) : null;
+                        next++;
+                        // result is null for a write without results (withoutResults).
+                        if (s.state.get() == WAITING && policy.comesBack().test(s.payload, result)) {
+                            weight += s.weight;
+                            returning++;
+                        }
+                    }
+                    if (returning > 1) {
+                        regroupWeight = weight;
+                        regroupUntilNanos = timer.now(TimeUnit.NANOSECONDS) + policy.regroupWithin().toNanos();
+                    }
+                }
+            }
+
             /** Hands each caller its result, in submission order, then lets the next write start. */
             void finish(List<R> results, @Nullable Throwable error) {
                 if (!finished.compareAndSet(false, true)) {
                     return;
                 }
                 if (writes && error == null && !policy.regroupWithin().isZero()) {
-                    synchronized (Drain.this) {
-                        if (callers > 1) {
-                            regroupWeight = carriedWeight;
-                            regroupUntilNanos = timer.now(TimeUnit.NANOSECONDS) + policy.regroupWithin().toNanos();
-                        }
-                    }
+                    regroup(results);
                 }
                 try {
                     if (writes) {

@@ -47,8 +47,8 @@ final class Leasing<K> {
      */
     static final Duration LEASING_STATEMENT_SLOW_AFTER = Duration.ofMillis(50);
     /**
-     * How long, after a leasing statement that carried several loops' claims, the next waits for
-     * those loops to claim again. A worker whose handlers run on its own pool claims again from
+     * How long, after a leasing statement that filled several loops' claims, the next waits for
+     * those loops to claim again (a loop whose claim came back short waits for work instead). A worker whose handlers run on its own pool claims again from
      * that pool's thread, a hand-off after the answer; without the wait the first one back would
      * go alone and the rest ride another statement. Starts at once when they are all back.
      */
@@ -92,7 +92,7 @@ final class Leasing<K> {
                 // The claim loops log each failure themselves, with the retry they make of it.
                 new GroupCommit.Policy<>((first, other) -> first.leaseMicros() == other.leaseMicros(), true,
                         this::handBack, LEASING_STATEMENTS_IN_FLIGHT, true, LEASING_STATEMENT_SLOW_AFTER,
-                        LEASING_REGROUP_WITHIN));
+                        LEASING_REGROUP_WITHIN, (request, leased) -> leased.items().size() >= request.limit()));
         this.look = new CursorLook(config.name(), cursors, this::lookBehindCursors, wake, metrics, System::nanoTime);
     }
 

@@ -839,7 +839,8 @@ class GroupCommitTest {
     private GroupCommit<String, Void> twoOnceSlow(HeldWrites writes) {
         return new GroupCommit<>("q", "claim", GroupCommit.withoutResults(writes), payload -> 1, Integer.MAX_VALUE,
                 TIMEOUT, vts, GroupCommit.WriteListener.NONE,
-                new GroupCommit.Policy<>((a, b) -> true, false, r -> {}, 2, false, SLOW_AFTER, Duration.ZERO));
+                new GroupCommit.Policy<>((a, b) -> true, false, r -> {}, 2, false, SLOW_AFTER, Duration.ZERO,
+                        (payload, result) -> false));
     }
 
     @Test
@@ -893,7 +894,8 @@ class GroupCommitTest {
     private GroupCommit<String, Void> regrouping(HeldWrites writes) {
         return new GroupCommit<>("q", "claim", GroupCommit.withoutResults(writes), payload -> 1, Integer.MAX_VALUE,
                 TIMEOUT, vts, GroupCommit.WriteListener.NONE,
-                new GroupCommit.Policy<>((a, b) -> true, false, r -> {}, 1, false, Duration.ZERO, REGROUP));
+                new GroupCommit.Policy<>((a, b) -> true, false, r -> {}, 1, false, Duration.ZERO, REGROUP,
+                        (payload, result) -> !payload.startsWith("done")));
     }
 
     @Test
@@ -938,11 +940,26 @@ class GroupCommitTest {
     }
 
     @Test
+    void callersThatWillNotComeBackAtOnceAreNotWaitedFor() {
+        HeldWrites writes = new HeldWrites();
+        GroupCommit<String, Void> commit = regrouping(writes);
+        new Caller(commit, "x");
+        new Caller(commit, "a");
+        new Caller(commit, "done-b"); // as a claim that came back short: its loop waits for work
+        writes.completeNext(); // x
+        writes.completeNext(); // a, done-b: only a submits again at once
+
+        new Caller(commit, "a2");
+
+        assertEquals(List.of("a2"), writes.batches.get(2), "nobody else to wait for");
+    }
+
+    @Test
     void aPolicyMustNotWaitANegativeTime() {
         assertThrows(IllegalArgumentException.class, () -> new GroupCommit.Policy<String, Integer>((a, b) -> true,
-                false, r -> {}, 2, false, Duration.ofMillis(-1), Duration.ZERO));
+                false, r -> {}, 2, false, Duration.ofMillis(-1), Duration.ZERO, (p, r) -> false));
         assertThrows(IllegalArgumentException.class, () -> new GroupCommit.Policy<String, Integer>((a, b) -> true,
-                false, r -> {}, 2, false, Duration.ZERO, Duration.ofMillis(-1)));
+                false, r -> {}, 2, false, Duration.ZERO, Duration.ofMillis(-1), (p, r) -> false));
     }
 
     @Test
