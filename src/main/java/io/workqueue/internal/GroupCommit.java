@@ -292,8 +292,7 @@ public final class GroupCommit<T, R> {
      */
     private final class Drain extends BaseSubscriber<Submission> {
         private final ArrayDeque<Submission> pending = new ArrayDeque<>(); // guarded by this
-        private int writing; // writes in flight; guarded by this
-        /** The writes in flight, for their ages; guarded by this. */
+        /** The writes in flight (their number, and their ages); guarded by this. */
         private final List<Write> inFlight = new ArrayList<>();
         /** What the next write waits to gather (see Policy#regroupWithin), and until when; guarded by this. */
         private long regroupWeight;
@@ -365,7 +364,7 @@ public final class GroupCommit<T, R> {
          * write that starts after every earlier one has finished.
          */
         private synchronized @Nullable Write takeBatchIfIdle() {
-            if (writing >= policy.maxInFlight() || pending.isEmpty()) {
+            if (inFlight.size() >= policy.maxInFlight() || pending.isEmpty()) {
                 return null;
             }
             long now = timer.now(TimeUnit.NANOSECONDS);
@@ -386,12 +385,10 @@ public final class GroupCommit<T, R> {
                 }
                 regroupWeight = 0;
             }
-            int othersInFlight = writing;
-            List<Submission> batch = takeBatch(othersInFlight);
+            List<Submission> batch = takeBatch(inFlight.size());
             if (batch.isEmpty()) {
                 return null; // a flush marker at the front waits for the writes in flight
             }
-            writing++;
             Write write = new Write(batch, now);
             inFlight.add(write);
             if (pending.isEmpty() && nextLook != null) {
@@ -570,9 +567,8 @@ public final class GroupCommit<T, R> {
                         if (s.payload == null || s.write != this) {
                             continue; // a flush marker, or cancelled before the write started
                         }
-                        R result = next < results.size() ? results.get(next) : null;
-                        next++;
-                        // result is null for a write without results (withoutResults).
+                        // null for a write without results (withoutResults).
+                        R result = results.get(next++);
                         if (s.state.get() == WAITING && policy.comesBack().test(s.payload, result)) {
                             weight += s.weight;
                             returning++;
@@ -600,7 +596,6 @@ public final class GroupCommit<T, R> {
                     signal(results, error);
                 } finally {
                     synchronized (Drain.this) {
-                        writing--;
                         inFlight.remove(this);
                     }
                     drainLoop();

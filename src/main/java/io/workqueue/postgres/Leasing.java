@@ -48,9 +48,10 @@ final class Leasing<K> {
     static final Duration LEASING_STATEMENT_SLOW_AFTER = Duration.ofMillis(50);
     /**
      * How long, after a leasing statement that filled several loops' claims, the next waits for
-     * those loops to claim again (a loop whose claim came back short waits for work instead). A worker whose handlers run on its own pool claims again from
-     * that pool's thread, a hand-off after the answer; without the wait the first one back would
-     * go alone and the rest ride another statement. Starts at once when they are all back.
+     * those loops to claim again (a loop whose claim came back short waits for work instead). A
+     * worker whose handlers run on its own pool claims again from that pool's thread, a hand-off
+     * after the answer; without the wait the first one back would go alone and the rest ride
+     * another statement. Starts at once when they are all back.
      */
     static final Duration LEASING_REGROUP_WITHIN = Duration.ofMillis(1);
     private static final String[] NO_KEYS = new String[0];
