@@ -357,20 +357,25 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 --   $4 lease bigint: its length in microseconds
 --   $5 bands int[]: the bands to read, highest first
 --   $6 band_starts bigint[]: where each band's read starts, microseconds since the epoch
---   $7 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
+--   $7 band_keys text[]: where each band's read starts within that microsecond, a key (the band's rows from it on, in key order)
+--   $8 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- As claimDue, reading each band from its cursor.
-WITH -- Each band from its cursor ($5 priorities, highest first; $6 where each band's
--- read starts, in microseconds since the epoch): an index seek to the cursor, so the
--- claim does not walk the history at the head of a band (see ClaimCursors). The
--- nested loop keeps the bands' order and the outer LIMIT stops it, so no band locks
--- more rows than the claim hands out.
+WITH -- Each band from its cursor ($5 priorities, highest first; $6 and $7
+-- where each band's read starts: a microsecond since the epoch and a key): an index seek
+-- to the cursor, so the claim does not walk the history at the head of a band, nor the
+-- rows of the cursor's microsecond it already leased (see ClaimCursors). The row
+-- comparison is one index condition on the due index's last two columns. The nested
+-- loop keeps the bands' order and the outer LIMIT stops it, so no band locks more rows
+-- than the claim hands out.
 due AS MATERIALIZED (
     SELECT d.queue_name, d.item_key, d.lease_until
-    FROM unnest($5::int[], $6::bigint[]) AS band(priority, from_us)
+    FROM unnest($5::int[], $6::bigint[], $7::text[]) AS band(priority, from_us, from_key)
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM work_queue_items
-        WHERE queue_name = (SELECT $1::text) AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND completed_at IS NULL
+        WHERE queue_name = (SELECT $1::text) AND priority = band.priority
+            AND (available_at, item_key) >= ('epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond', band.from_key COLLATE "C")
+            AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) 
@@ -405,10 +410,10 @@ SELECT
     array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
-    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $7
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $8
     -- (a filter is checked before the aggregate's argument is computed).
     array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint)
-        FILTER (WHERE $7::boolean) AS waited_us,
+        FILTER (WHERE $8::boolean) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
@@ -541,7 +546,8 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 --   $5 keys text[]: the stored keys, distinct
 --   $6 bands int[]: the bands to read, highest first
 --   $7 band_starts bigint[]: where each band's read starts, microseconds since the epoch
---   $8 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
+--   $8 band_keys text[]: where each band's read starts within that microsecond, a key (the band's rows from it on, in key order)
+--   $9 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- As completeAndClaim, reading bands from cursors as claimFromCursors does.
 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
@@ -572,18 +578,22 @@ rearmed AS (
         AND target.requested_at IS NOT NULL AND target.lease_until <> '-infinity'
     RETURNING q.item_key
 ),
--- Each band from its cursor ($6 priorities, highest first; $7 where each band's
--- read starts, in microseconds since the epoch): an index seek to the cursor, so the
--- claim does not walk the history at the head of a band (see ClaimCursors). The
--- nested loop keeps the bands' order and the outer LIMIT stops it, so no band locks
--- more rows than the claim hands out.
+-- Each band from its cursor ($6 priorities, highest first; $7 and $8
+-- where each band's read starts: a microsecond since the epoch and a key): an index seek
+-- to the cursor, so the claim does not walk the history at the head of a band, nor the
+-- rows of the cursor's microsecond it already leased (see ClaimCursors). The row
+-- comparison is one index condition on the due index's last two columns. The nested
+-- loop keeps the bands' order and the outer LIMIT stops it, so no band locks more rows
+-- than the claim hands out.
 due AS MATERIALIZED (
     SELECT d.queue_name, d.item_key, d.lease_until
-    FROM unnest($6::int[], $7::bigint[]) AS band(priority, from_us)
+    FROM unnest($6::int[], $7::bigint[], $8::text[]) AS band(priority, from_us, from_key)
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM work_queue_items
-        WHERE queue_name = (SELECT $1::text) AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND completed_at IS NULL
+        WHERE queue_name = (SELECT $1::text) AND priority = band.priority
+            AND (available_at, item_key) >= ('epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond', band.from_key COLLATE "C")
+            AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
@@ -618,16 +628,16 @@ SELECT
     array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
-    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $8
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $9
     -- (a filter is checked before the aggregate's argument is computed).
     array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint)
-        FILTER (WHERE $8::boolean) AS waited_us,
+        FILTER (WHERE $9::boolean) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
     -- For each item the completion completed, the time since its claim, in microseconds.
     (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done
-    WHERE $8::boolean AND done.claimed_at IS NOT NULL) AS completed_held_us,
+    WHERE $9::boolean AND done.claimed_at IS NOT NULL) AS completed_held_us,
     (SELECT count(*) FROM done) AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -754,7 +764,8 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 --   $5 keys text[]: the stored keys, distinct
 --   $6 bands int[]: the bands to read, highest first
 --   $7 band_starts bigint[]: where each band's read starts, microseconds since the epoch
---   $8 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
+--   $8 band_keys text[]: where each band's read starts within that microsecond, a key (the band's rows from it on, in key order)
+--   $9 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- completeAndClaimFromCursors for a queue that deletes on complete.
 -- Completion first, in key order (the lock-ordering CTE waits); the claim's scan
 -- cannot start before "done" has run (its InitPlan gates the scan), so while this
@@ -784,18 +795,22 @@ rearmed AS (
         AND target.requested_at IS NOT NULL AND target.lease_until <> '-infinity'
     RETURNING q.item_key
 ),
--- Each band from its cursor ($6 priorities, highest first; $7 where each band's
--- read starts, in microseconds since the epoch): an index seek to the cursor, so the
--- claim does not walk the history at the head of a band (see ClaimCursors). The
--- nested loop keeps the bands' order and the outer LIMIT stops it, so no band locks
--- more rows than the claim hands out.
+-- Each band from its cursor ($6 priorities, highest first; $7 and $8
+-- where each band's read starts: a microsecond since the epoch and a key): an index seek
+-- to the cursor, so the claim does not walk the history at the head of a band, nor the
+-- rows of the cursor's microsecond it already leased (see ClaimCursors). The row
+-- comparison is one index condition on the due index's last two columns. The nested
+-- loop keeps the bands' order and the outer LIMIT stops it, so no band locks more rows
+-- than the claim hands out.
 due AS MATERIALIZED (
     SELECT d.queue_name, d.item_key, d.lease_until
-    FROM unnest($6::int[], $7::bigint[]) AS band(priority, from_us)
+    FROM unnest($6::int[], $7::bigint[], $8::text[]) AS band(priority, from_us, from_key)
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM work_queue_items
-        WHERE queue_name = (SELECT $1::text) AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND completed_at IS NULL
+        WHERE queue_name = (SELECT $1::text) AND priority = band.priority
+            AND (available_at, item_key) >= ('epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond', band.from_key COLLATE "C")
+            AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
     AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
@@ -830,16 +845,16 @@ SELECT
     array_agg(CASE WHEN d.leases[l.n] > 'epoch' THEN 1 WHEN d.leases[l.n] = '-infinity' THEN 2
         ELSE 0 END) AS prior_leases,
     -- How long each item waited between becoming claimable (available, or its lease
-    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $8
+    -- lapsed, GREATEST(available_at, lease_until)) and this claim, in microseconds: the lag. Null unless $9
     -- (a filter is checked before the aggregate's argument is computed).
     array_agg((EXTRACT(EPOCH FROM now() - GREATEST(l.available_at, d.leases[l.n])) * 1000000)::bigint)
-        FILTER (WHERE $8::boolean) AS waited_us,
+        FILTER (WHERE $9::boolean) AS waited_us,
     -- The trace contexts of the enqueues each item answers, space-separated; null where
     -- none were stored (WorkQueueConfig.storeTraceContexts).
     array_agg(array_to_string(l.trace_contexts, ' ')) AS trace_contexts,
     -- For each item the completion completed, the time since its claim, in microseconds.
     (SELECT array_agg((EXTRACT(EPOCH FROM now() - done.claimed_at) * 1000000)::bigint) FROM done
-    WHERE $8::boolean AND done.claimed_at IS NOT NULL) AS completed_held_us,
+    WHERE $9::boolean AND done.claimed_at IS NOT NULL) AS completed_held_us,
     (SELECT count(*) FROM done) AS completed,
     -- Where the claim ended, for the cursors: each item's availability, and now().
     array_agg((EXTRACT(EPOCH FROM l.available_at) * 1000000)::bigint) AS available_us,
@@ -863,14 +878,14 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 --   $2 attempt_limit int: 0 means unlimited
 -- The first due item of every band that has one, in claim order, locking nothing: where the
 -- claim cursors must be for nothing due to lie behind them (see ClaimCursors and CursorLook).
--- One row: "priorities" and "first_due_us" (microseconds since the epoch), both null when
--- nothing is due, and "now_us".
+-- One row: "priorities", "first_due_us" (microseconds since the epoch) and "first_due_keys",
+-- all null when nothing is due, and "now_us".
 -- Read only, and run only by a look, never by a caller's claim: it walks each band
 -- from its head, through whatever history a held horizon keeps there, to the band's
 -- first due item. One index descent per band that has something due: each step
 -- seeks to the bands below the one found last and stops at the first due item there.
 WITH RECURSIVE found AS (
-    (SELECT priority, available_at
+    (SELECT priority, available_at, item_key
 FROM work_queue_items
 WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
     AND lease_until <= now()
@@ -879,10 +894,10 @@ WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
 ORDER BY priority DESC, available_at, item_key
 LIMIT 1)
     UNION ALL
-    SELECT next.priority, next.available_at
+    SELECT next.priority, next.available_at, next.item_key
     FROM found
     CROSS JOIN LATERAL (
-        SELECT priority, available_at
+        SELECT priority, available_at, item_key
         FROM work_queue_items
         WHERE queue_name = (SELECT $1::text) AND priority < found.priority AND completed_at IS NULL
             AND lease_until <= now()
@@ -895,6 +910,7 @@ LIMIT 1)
 SELECT
     array_agg(priority) AS priorities,
     array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint) AS first_due_us,
+    array_agg(item_key) AS first_due_keys,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us
 FROM found;
 

@@ -1,5 +1,6 @@
 package io.workqueue.postgres;
 
+import io.workqueue.internal.base.CodePointOrder;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
@@ -23,11 +24,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * after three minutes, docs/benchmarks/pressure). A claim that seeks to a cursor instead reads only
  * what arrived since the previous claim, plus a fixed slack.
  *
- * <p>A cursor is an {@code available_at} (in microseconds since the epoch, on the database clock)
- * below which a band held nothing due when it was last read. Claims move cursors forward: every band
- * a claim scanned to its end moves to that claim's {@code now()} less {@link #SLACK_MICROS}; the band
- * the claim's limit stopped in moves to the last item it handed out (or that slack bound, whichever
- * is earlier).
+ * <p>A cursor is a {@link Position} in the band's claim order, an {@code available_at} (in
+ * microseconds since the epoch, on the database clock) and a key, before which the band held nothing
+ * due when it was last read. Claims move cursors forward: every band a claim scanned to its end moves
+ * to that claim's {@code now()} less {@link #SLACK_MICROS}; the band the claim's limit stopped in
+ * moves to the last item it handed out (or that slack bound, whichever is earlier). The key matters
+ * because one enqueue statement gives every key it writes the same {@code now()}: a cursor that
+ * stopped at a microsecond could move no further than the head of that statement's keys, and every
+ * claim would pass again every one of them already leased (a backlog enqueued at once, passed
+ * anew by each claim that drains it).
  *
  * <p>Claims alone would miss what becomes due behind a cursor: a lease that lapsed, a write that
  * committed more than the slack after its transaction began (a long transactional enqueue), a claim
@@ -79,15 +84,56 @@ final class ClaimCursors {
      */
     static final long HEAD = -200_000_000_000_000_000L;
 
+    /** The least key: a position with it lies before every item of its microsecond. */
+    static final String FIRST_KEY = "";
+
+    /**
+     * A place in a band's claim order: an {@code available_at} in microseconds since the epoch, then
+     * a key, compared by code point as {@code item_key COLLATE "C"} orders them.
+     */
+    record Position(long micros, String key) implements Comparable<Position> {
+        /** Before every item of {@code micros}. */
+        static Position at(long micros) {
+            return new Position(micros, FIRST_KEY);
+        }
+
+        @Override
+        public int compareTo(Position other) {
+            int byTime = Long.compare(micros, other.micros);
+            return byTime != 0 ? byTime : CodePointOrder.compare(key, other.key);
+        }
+
+        boolean before(Position other) {
+            return compareTo(other) < 0;
+        }
+
+        static Position earlier(Position a, Position b) {
+            return a.before(b) ? a : b;
+        }
+
+        static Position later(Position a, Position b) {
+            return a.before(b) ? b : a;
+        }
+    }
+
     /** A band's cursor: where claims start reading it, the move back that put it there, its last use. */
-    record Cursor(long fromMicros, long generation, long usedNanos) {}
+    record Cursor(Position from, long generation, long usedNanos) {
+        Cursor movedTo(Position to) {
+            return new Cursor(to, generation, usedNanos);
+        }
+
+        Cursor usedAt(long nanos) {
+            return new Cursor(from, generation, nanos);
+        }
+    }
 
     /**
      * The plan of one claim: from the head of the index ({@code fromHead}), or from these bands'
-     * cursors, at these generations, highest priority first.
+     * cursors ({@code fromMicros} and {@code fromKeys} side by side), at these generations, highest
+     * priority first.
      */
-    record Plan(boolean fromHead, Integer[] priorities, Long[] fromMicros, long[] generations) {
-        static final Plan FROM_HEAD = new Plan(true, new Integer[0], new Long[0], new long[0]);
+    record Plan(boolean fromHead, Integer[] priorities, Long[] fromMicros, String[] fromKeys, long[] generations) {
+        static final Plan FROM_HEAD = new Plan(true, new Integer[0], new Long[0], new String[0], new long[0]);
     }
 
     /** Band to cursor, highest priority first (claim order). */
@@ -109,15 +155,17 @@ final class ClaimCursors {
             return Plan.FROM_HEAD;
         }
         List<Integer> priorities = new ArrayList<>(cursors.size());
-        List<Long> from = new ArrayList<>(cursors.size());
+        List<Long> fromMicros = new ArrayList<>(cursors.size());
+        List<String> fromKeys = new ArrayList<>(cursors.size());
         List<Long> generationsRead = new ArrayList<>(cursors.size());
         for (Map.Entry<Integer, Cursor> band : cursors.entrySet()) {
             priorities.add(band.getKey());
-            from.add(band.getValue().fromMicros());
+            fromMicros.add(band.getValue().from().micros());
+            fromKeys.add(band.getValue().from().key());
             generationsRead.add(band.getValue().generation());
         }
-        return new Plan(false, priorities.toArray(Integer[]::new), from.toArray(Long[]::new),
-                generationsRead.stream().mapToLong(Long::longValue).toArray());
+        return new Plan(false, priorities.toArray(Integer[]::new), fromMicros.toArray(Long[]::new),
+                fromKeys.toArray(String[]::new), generationsRead.stream().mapToLong(Long::longValue).toArray());
     }
 
     /**
@@ -126,16 +174,17 @@ final class ClaimCursors {
      */
     void bandSeen(int priority, long nowNanos) {
         cursors.compute(priority, (band, cursor) -> cursor == null
-                ? new Cursor(HEAD, generations.incrementAndGet(), nowNanos)
-                : new Cursor(cursor.fromMicros(), cursor.generation(), nowNanos));
+                ? new Cursor(Position.at(HEAD), generations.incrementAndGet(), nowNanos)
+                : cursor.usedAt(nowNanos));
     }
 
     /**
      * Moves cursors after a claim under {@code plan} that asked for {@code limit} and leased the
-     * items with these priorities and {@code available_at}s, in claim order, at {@code nowMicros}
-     * on the database clock.
+     * items with these priorities, {@code available_at}s and keys, in claim order, at
+     * {@code nowMicros} on the database clock.
      */
-    void claimed(Plan plan, int limit, Integer[] priorities, Long[] availableMicros, long nowMicros, long nowNanos) {
+    void claimed(Plan plan, int limit, Integer[] priorities, Long[] availableMicros, String[] keys, long nowMicros,
+            long nowNanos) {
         int n = priorities.length;
         Integer previous = null;
         for (Integer priority : priorities) {
@@ -147,7 +196,7 @@ final class ClaimCursors {
         if (plan.fromHead()) {
             return; // it read no cursor; the next look places them
         }
-        long exhausted = nowMicros - SLACK_MICROS;
+        Position exhausted = Position.at(nowMicros - SLACK_MICROS);
         // Claim order is priority first: every band above the one the limit stopped in was read to
         // its end, the bands below it not at all. Under the limit, every band read was.
         boolean stoppedByLimit = n > 0 && n >= limit;
@@ -157,39 +206,44 @@ final class ClaimCursors {
             if (stoppedByLimit && band < stoppedIn) {
                 break; // the plan lists bands highest first: none after this one was read
             }
-            long to = stoppedByLimit && band == stoppedIn ? Math.min(availableMicros[n - 1], exhausted) : exhausted;
+            // At the last item handed out, not past it: the next claim passes that one row again, and
+            // nothing that shares its microsecond and sorts after it is skipped.
+            Position to = stoppedByLimit && band == stoppedIn
+                    ? Position.earlier(new Position(availableMicros[n - 1], keys[n - 1]), exhausted)
+                    : exhausted;
             long generation = plan.generations()[i];
-            cursors.computeIfPresent(band, (b, cursor) -> cursor.generation() == generation && to > cursor.fromMicros()
-                    ? new Cursor(to, generation, cursor.usedNanos())
+            cursors.computeIfPresent(band, (b, cursor) -> cursor.generation() == generation && cursor.from().before(to)
+                    ? cursor.movedTo(to)
                     : cursor);
         }
     }
 
     /**
      * Places the cursors after a look, at {@code nowMicros} on the database clock, found the first
-     * due item of each band in {@code priorities} at {@code firstDueMicros}, and nothing due in any
-     * other band: a band found moves back to its first due item if that lies behind the cursor,
+     * due item of each band in {@code priorities} at {@code firstDueMicros} with the key
+     * {@code firstDueKeys}, and nothing due in any other band: a band found moves back to its first
+     * due item if that lies behind the cursor (within its microsecond too),
      * under a new generation, and otherwise forward to it, but no further than the look's
      * {@code now()} less the slack; a band known but not found moves forward to that bound.
      *
      * @return how many bands the look opened: found behind their cursor, or not known before; only
      *         those hold anything claims reading from the cursors would not have handed out
      */
-    int looked(Integer[] priorities, Long[] firstDueMicros, long nowMicros, long nowNanos) {
+    int looked(Integer[] priorities, Long[] firstDueMicros, String[] firstDueKeys, long nowMicros, long nowNanos) {
         int opened = 0;
-        long exhausted = nowMicros - SLACK_MICROS;
+        Position exhausted = Position.at(nowMicros - SLACK_MICROS);
         Set<Integer> found = new HashSet<>();
         for (int i = 0; i < priorities.length; i++) {
-            long firstDue = firstDueMicros[i];
+            Position firstDue = new Position(firstDueMicros[i], firstDueKeys[i]);
             found.add(priorities[i]);
             boolean[] movedBack = {false};
             cursors.compute(priorities[i], (band, cursor) -> {
-                movedBack[0] = cursor == null || firstDue < cursor.fromMicros();
+                movedBack[0] = cursor == null || firstDue.before(cursor.from());
                 // Forward, never past the slack: what the look could not see yet may still land there.
                 return movedBack[0]
                         ? new Cursor(firstDue, generations.incrementAndGet(), nowNanos)
-                        : new Cursor(Math.max(cursor.fromMicros(), Math.min(firstDue, exhausted)), cursor.generation(),
-                                nowNanos);
+                        : new Cursor(Position.later(cursor.from(), Position.earlier(firstDue, exhausted)),
+                                cursor.generation(), nowNanos);
             });
             if (movedBack[0]) {
                 opened++;
@@ -197,8 +251,8 @@ final class ClaimCursors {
         }
         for (Integer band : cursors.keySet()) {
             if (!found.contains(band)) {
-                cursors.computeIfPresent(band, (b, cursor) -> exhausted > cursor.fromMicros()
-                        ? new Cursor(exhausted, cursor.generation(), cursor.usedNanos())
+                cursors.computeIfPresent(band, (b, cursor) -> cursor.from().before(exhausted)
+                        ? cursor.movedTo(exhausted)
                         : cursor);
             }
         }
@@ -227,16 +281,23 @@ final class ClaimCursors {
         }
     }
 
-    /** The current cursors' positions, highest priority first; for tests. */
+    /** The current cursors' microseconds, highest priority first; for tests. */
     Map<Integer, Long> snapshot() {
-        Map<Integer, Long> positions = new TreeMap<>(Collections.reverseOrder());
-        cursors.forEach((band, cursor) -> positions.put(band, cursor.fromMicros()));
+        Map<Integer, Long> micros = new TreeMap<>(Collections.reverseOrder());
+        cursors.forEach((band, cursor) -> micros.put(band, cursor.from().micros()));
+        return micros;
+    }
+
+    /** The current cursors' positions, highest priority first; for tests. */
+    Map<Integer, Position> positions() {
+        Map<Integer, Position> positions = new TreeMap<>(Collections.reverseOrder());
+        cursors.forEach((band, cursor) -> positions.put(band, cursor.from()));
         return positions;
     }
 
     /** Moves every cursor {@code micros} forward, as a database clock stepping back would leave them; for tests. */
     void shiftForTests(long micros) {
-        cursors.replaceAll((band, cursor) -> new Cursor(cursor.fromMicros() + micros, cursor.generation(),
-                cursor.usedNanos()));
+        cursors.replaceAll((band, cursor) -> cursor.movedTo(
+                new Position(cursor.from().micros() + micros, cursor.from().key())));
     }
 }

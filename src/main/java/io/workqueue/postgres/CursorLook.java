@@ -50,10 +50,10 @@ final class CursorLook {
 
     /**
      * What a look read: the bands with something due, highest first, each with its first due item's
-     * {@code available_at}, and the statement's {@code now()}, in microseconds on the database clock;
-     * and how long the statement ran, in nanoseconds.
+     * {@code available_at} and key, and the statement's {@code now()}, in microseconds on the
+     * database clock; and how long the statement ran, in nanoseconds.
      */
-    record Found(Integer[] priorities, Long[] firstDueMicros, long nowMicros, long tookNanos) {}
+    record Found(Integer[] priorities, Long[] firstDueMicros, String[] firstDueKeys, long nowMicros, long tookNanos) {}
 
     /**
      * One look that ended, for tests: when it started and ended (on the look's clock), whether it
@@ -112,7 +112,8 @@ final class CursorLook {
     private void succeeded(long startNanos, Found found) {
         int opened = 0;
         try {
-            opened = cursors.looked(found.priorities(), found.firstDueMicros(), found.nowMicros(), nanoTime.getAsLong());
+            opened = cursors.looked(found.priorities(), found.firstDueMicros(), found.firstDueKeys(), found.nowMicros(),
+                    nanoTime.getAsLong());
             metrics.looked(found.tookNanos(), opened);
             if (failures >= FAILURES_WORTH_A_WARNING) {
                 log.info("queue {}: looks behind the claim cursors work again", queueName);

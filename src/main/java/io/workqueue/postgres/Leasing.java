@@ -203,7 +203,9 @@ final class Leasing<K> {
                                 .bind("lease", leaseMicros)
                                 .bind("timed", metrics.timesItems()));
                         if (!plan.fromHead()) {
-                            statement.bind("bands", plan.priorities()).bind("band_starts", plan.fromMicros());
+                            statement.bind("bands", plan.priorities())
+                                    .bind("band_starts", plan.fromMicros())
+                                    .bind("band_keys", plan.fromKeys());
                         }
                         return Flux.from(statement.execute())
                                 .concatMap(result -> result.map((row, meta) -> {
@@ -218,7 +220,7 @@ final class Leasing<K> {
                                             row.get("priorities", Integer[].class), row.get("attempts", Integer[].class),
                                             row.get("prior_leases", Integer[].class), row.get("available_us", Long[].class));
                                     if (!Boolean.TRUE.equals(row.get("paused", Boolean.class))) {
-                                        cursors.claimed(plan, batch, rows.priorities(), rows.availableMicros(),
+                                        cursors.claimed(plan, batch, rows.priorities(), rows.availableMicros(), rows.keys(),
                                                 longValue(row.get("now_us", Long.class)), System.nanoTime());
                                     }
                                     long nowMicros = longValue(row.get("now_us", Long.class));
@@ -255,8 +257,10 @@ final class Leasing<K> {
                             .concatMap(result -> result.map((row, meta) -> {
                                 Integer[] priorities = row.get("priorities", Integer[].class);
                                 Long[] firstDue = row.get("first_due_us", Long[].class);
+                                String[] firstDueKeys = row.get("first_due_keys", String[].class);
                                 return new CursorLook.Found(priorities == null ? new Integer[0] : priorities,
                                         firstDue == null ? new Long[0] : firstDue,
+                                        firstDueKeys == null ? new String[0] : firstDueKeys,
                                         longValue(row.get("now_us", Long.class)), System.nanoTime() - sent);
                             }))
                             .single();

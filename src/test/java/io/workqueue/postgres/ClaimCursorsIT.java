@@ -76,12 +76,17 @@ class ClaimCursorsIT {
         return (PostgresWorkQueue<String>) queue;
     }
 
-    /** What one claim would cost and hand out, run under EXPLAIN ANALYZE and rolled back. */
-    private record Cost(long buffers, long leased, String plan) {}
+    /**
+     * What one claim would cost and hand out, run under EXPLAIN ANALYZE and rolled back: the buffers
+     * and the rows its filter dropped in the scan for due items, and the rows it leased.
+     */
+    private record Cost(long buffers, long passed, long leased, String plan) {}
+
+    private static final Pattern FILTERED = Pattern.compile("Rows Removed by Filter: (\\d+)");
 
     private static Cost explainClaim(String tablePrefix, ReactiveWorkQueue<String> queue, boolean fromHead, int limit) {
         Sql sql = new Sql(tablePrefix, false);
-        Map<Integer, Long> cursors = impl(queue).cursors().snapshot(); // highest priority first
+        Map<Integer, ClaimCursors.Position> cursors = impl(queue).cursors().positions(); // highest priority first
         List<Integer> bands = new ArrayList<>(cursors.keySet());
         String plan = Mono.usingWhen(TestDatabase.pool().create(), c -> Mono.from(c.beginTransaction())
                         .thenMany(Flux.defer(() -> {
@@ -93,9 +98,10 @@ class ClaimCursorsIT {
                                     .bind(3, 60_000_000L);
                             if (!fromHead) {
                                 statement.bind(4, bands.toArray(Integer[]::new))
-                                        .bind(5, bands.stream().map(cursors::get).toArray(Long[]::new));
+                                        .bind(5, bands.stream().map(b -> cursors.get(b).micros()).toArray(Long[]::new))
+                                        .bind(6, bands.stream().map(b -> cursors.get(b).key()).toArray(String[]::new));
                             }
-                            statement.bind(fromHead ? 4 : 6, true);
+                            statement.bind(fromHead ? 4 : 7, true);
                             return Flux.from(statement.execute()).concatMap(r -> r.map((row, meta) -> row.get(0, String.class)));
                         }))
                         .collectList()
@@ -109,7 +115,12 @@ class ClaimCursorsIT {
         long touched = Long.parseLong(buffers.group(1)) + (buffers.group(2) == null ? 0 : Long.parseLong(buffers.group(2)));
         Matcher leasedRows = Pattern.compile("CTE leased\\n\\s*->\\s*Update on \\S+ q \\(" + TOP_ROWS.pattern()).matcher(plan);
         long leased = leasedRows.find() ? Long.parseLong(leasedRows.group(1)) : -1;
-        return new Cost(touched, leased, plan);
+        Matcher filtered = FILTERED.matcher(plan.substring(plan.indexOf("CTE due"), plan.indexOf("CTE leased")));
+        long passed = 0;
+        while (filtered.find()) {
+            passed += Long.parseLong(filtered.group(1));
+        }
+        return new Cost(touched, passed, leased, plan);
     }
 
     /** Another session that pins the horizon: an idle transaction holding an xid. */
@@ -243,6 +254,46 @@ class ClaimCursorsIT {
         }
     }
 
+    /** Until a look has ended on this instance: its claims read from cursors from then on. */
+    private static void untilClaimsReadFromCursors(ReactiveWorkQueue<String> queue) {
+        Poll.until(WAIT, "a look places the claim cursors of " + queue.name(),
+                () -> !impl(queue).cursors().plan(System.nanoTime()).fromHead());
+    }
+
+    /** The one {@code available_at} every pending item of the queue has, in microseconds; fails if they differ. */
+    private static long sharedMicrosecond(ReactiveWorkQueue<String> queue) {
+        String table = Queues.table(prefix);
+        assertEquals(1, TestDatabase.queryLong("SELECT count(DISTINCT available_at) FROM " + table
+                + " WHERE queue_name = $1", queue.name()), "one enqueue statement gives its keys one now()");
+        return TestDatabase.queryLong("SELECT (EXTRACT(EPOCH FROM min(available_at)) * 1000000)::bigint FROM "
+                + table + " WHERE queue_name = $1", queue.name());
+    }
+
+    /**
+     * One enqueue statement gives all its keys one {@code now()}, so a backlog enqueued at once lies
+     * in one microsecond. A cursor that stopped at a microsecond stayed at the head of it, and every
+     * claim passed again every one of its keys already leased (here 2,000 rows, dropped by the
+     * claim's filter, on every claim of the drain). A cursor that stops at a key passes at most the
+     * one it stopped at.
+     */
+    @Test
+    void aCursorClaimPassesNoneOfTheItemsItsMicrosecondAlreadyLeased() {
+        ReactiveWorkQueue<String> queue = Queues.fresh(prefix, "cursor-microsecond");
+        queue.enqueueKeys(IntStream.range(0, 2500).mapToObj(i -> String.format("one-%05d", i)).toList()).block(WAIT);
+        // Claims may not move a cursor past their now() less the slack: wait till that is past the backlog.
+        untilDatabaseClockPasses(sharedMicrosecond(queue) + ClaimCursors.SLACK_MICROS);
+        int leased = queue.claim(100, LEASE).block(WAIT).size();
+        untilClaimsReadFromCursors(queue);
+        while (leased < 2000) {
+            leased += queue.claim(100, LEASE).block(WAIT).size();
+        }
+
+        Cost cursor = explainClaim(prefix, queue, false, 100);
+
+        assertEquals(100, cursor.leased(), cursor.plan());
+        assertTrue(cursor.passed() <= 1, () -> "the claim passed " + cursor.passed() + " leased rows:\n" + cursor.plan());
+    }
+
     // ---------------------------------------------------------------- what becomes due behind a cursor
 
     /**
@@ -265,6 +316,46 @@ class ClaimCursorsIT {
 
         assertNoneHandedOutAmong(drained.keys(), held);
         assertWithinBound("the last lapsed lease came back", "after the lapse", lapse, drained.lastAwaitedNanos());
+    }
+
+    /**
+     * The same within one microsecond: a crashed member's leases lapse on items that share their
+     * enqueue's {@code now()} with the survivor's cursor, but lie before its key. The look must see
+     * them as behind the cursor (comparing the key, not only the time), or the survivor never hands
+     * them out.
+     */
+    @Test
+    void leasesLapsingBehindACursorWithinItsMicrosecondAreHandedOut() {
+        String name = TestDatabase.uniqueName("cursor-crash-microsecond");
+        ReactiveWorkQueue<String> crashed = instance(name);
+        ReactiveWorkQueue<String> survivor = instance(name);
+        // Many more keys in the microsecond than the survivor claims between two looks.
+        List<String> backlog = IntStream.range(0, 6000).mapToObj(i -> String.format("same-%05d", i)).toList();
+        survivor.enqueueKeys(backlog).block(WAIT);
+        untilDatabaseClockPasses(sharedMicrosecond(survivor) + ClaimCursors.SLACK_MICROS);
+        List<String> held = crashed.claim(100, SHORT_LEASE).block(WAIT).stream().map(Item::key).toList();
+        assertEquals(backlog.subList(0, 100), held, "the crashed member leased the first hundred");
+        survivor.claim(100, LEASE).block(WAIT);
+        untilClaimsReadFromCursors(survivor);
+        assertEquals(100, survivor.claim(100, LEASE).block(WAIT).size());
+        ClaimCursors.Position cursor = impl(survivor).cursors().positions().get(0);
+        assertTrue(cursor.micros() == sharedMicrosecond(survivor) && cursor.key().compareTo(held.get(99)) > 0,
+                () -> "the survivor's cursor is inside the microsecond, after the held keys: " + cursor);
+        long leaseUntil = TestDatabase.queryLong("SELECT (EXTRACT(EPOCH FROM max(lease_until)) * 1000000)::bigint FROM "
+                + Queues.table(prefix) + " WHERE queue_name = $1 AND item_key = ANY($2)", name, held.toArray(String[]::new));
+        untilDatabaseClockPasses(leaseUntil);
+        long lapse = System.nanoTime();
+
+        Drained drained = drainWithNewerSupply(survivor, survivor, 10, Set.copyOf(held), "newer-");
+
+        assertNoneHandedOutAmong(drained.keys(), Set.copyOf(held));
+        assertEquals(held, drained.keys().stream().filter(Set.copyOf(held)::contains).toList(), "in claim order");
+        // Handed out once a look found them, not once the survivor had claimed its way out of the
+        // microsecond and a look comparing times alone would see them behind.
+        assertFalse(drained.keys().contains(backlog.get(backlog.size() - 1)),
+                "the lapsed leases came back before the rest of their microsecond");
+        assertWithinBound("the last lapsed lease in the cursor's microsecond came back", "after the lapse", lapse,
+                drained.lastAwaitedNanos());
     }
 
     /**

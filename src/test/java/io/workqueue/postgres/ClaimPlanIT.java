@@ -50,8 +50,8 @@ class ClaimPlanIT {
 
     @Test
     void aClaimFromCursorsComparesNoRowWithEveryOther() {
-        assertLinear(analyzedGenericPlan(sql.claimFromCursors, "text, int, int, bigint, int[], bigint[], boolean",
-                "'probe', 0, " + BATCH + ", 30000000, ARRAY[0], ARRAY[0::bigint], true"));
+        assertLinear(analyzedGenericPlan(sql.claimFromCursors, "text, int, int, bigint, int[], bigint[], text[], boolean",
+                "'probe', 0, " + BATCH + ", 30000000, ARRAY[0], ARRAY[0::bigint], ARRAY['']::text[], true"));
     }
 
     /**
@@ -66,11 +66,11 @@ class ClaimPlanIT {
     void aQueueTheStatisticsHaveNotSeenIsNotReadThroughItsHistory() {
         List<List<String>> plans = List.of(
                 analyzedCustomPlan(sql.claimDue, "text, int, int, bigint, boolean", "'unseen', 0, 10, 30000000, false"),
-                analyzedCustomPlan(sql.claimFromCursors, "text, int, int, bigint, int[], bigint[], boolean",
-                        "'unseen', 0, 10, 30000000, ARRAY[0], ARRAY[0::bigint], false"),
+                analyzedCustomPlan(sql.claimFromCursors, "text, int, int, bigint, int[], bigint[], text[], boolean",
+                        "'unseen', 0, 10, 30000000, ARRAY[0], ARRAY[0::bigint], ARRAY['']::text[], false"),
                 analyzedCustomPlan(sql.completeAndClaimFromCursors,
-                        "text, int, int, bigint, text[], int[], bigint[], boolean",
-                        "'unseen', 0, 10, 30000000, ARRAY['p1'], ARRAY[0], ARRAY[0::bigint], false"),
+                        "text, int, int, bigint, text[], int[], bigint[], text[], boolean",
+                        "'unseen', 0, 10, 30000000, ARRAY['p1'], ARRAY[0], ARRAY[0::bigint], ARRAY['']::text[], false"),
                 analyzedCustomPlan(sql.completeKeys, "text, text[], boolean", "'unseen', ARRAY['p2'], false"),
                 analyzedCustomPlan(sql.releaseKeys, "text, text[], bigint, text", "'unseen', ARRAY['p3'], 0, NULL"),
                 analyzedCustomPlan(sql.lookBehindCursors, "text, int", "'unseen', 0"),

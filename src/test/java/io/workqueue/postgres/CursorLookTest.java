@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.r2dbc.spi.R2dbcNonTransientResourceException;
 import io.workqueue.internal.QueueMetrics;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -40,7 +41,9 @@ class CursorLookTest {
     }, clock::get);
 
     private static CursorLook.Found found(long tookNanos, Integer[] bands, Long[] firstDue) {
-        return new CursorLook.Found(bands, firstDue, NOW_MICROS, tookNanos);
+        String[] keys = new String[firstDue.length];
+        Arrays.fill(keys, "k");
+        return new CursorLook.Found(bands, firstDue, keys, NOW_MICROS, tookNanos);
     }
 
     private void answer(CursorLook.Found found) {

@@ -42,6 +42,7 @@ class SqlExplainIT {
         String[] keys = {"a", "b"};
         Integer[] bands = {5, 0};
         Long[] cursors = {ClaimCursors.HEAD, 1_700_000_000_000_000L};
+        String[] cursorKeys = {ClaimCursors.FIRST_KEY, "k17"};
         String[] traces = {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", null};
         return Map.ofEntries(
                 Map.entry("enqueue", new Object[] {"q", keys, new Integer[] {1, 2}, new Long[] {0L, 1_000L}}),
@@ -55,9 +56,9 @@ class SqlExplainIT {
                 Map.entry("enqueueNotifyingTraced", new Object[] {"q", keys, new Integer[] {1, 2},
                         new Long[] {0L, 1_000L}, traces, "chan"}),
                 Map.entry("claimDue", new Object[] {"q", 0, 10, 30_000_000L, true}),
-                Map.entry("claimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, bands, cursors, true}),
+                Map.entry("claimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, bands, cursors, cursorKeys, true}),
                 Map.entry("completeAndClaim", new Object[] {"q", 0, 10, 30_000_000L, keys, true}),
-                Map.entry("completeAndClaimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, keys, bands, cursors, true}),
+                Map.entry("completeAndClaimFromCursors", new Object[] {"q", 0, 10, 30_000_000L, keys, bands, cursors, cursorKeys, true}),
                 Map.entry("completeKeys", new Object[] {"q", keys, true}),
                 Map.entry("lookBehindCursors", new Object[] {"q", 0}),
                 Map.entry("releaseKeys", new Object[] {"q", keys, 5_000_000L, "boom"}),
@@ -199,14 +200,19 @@ class SqlExplainIT {
                 queue);
         TestDatabase.execute("ANALYZE " + table);
 
-        for (List<String> plan : List.of(explain(sql.claimDue, queue, 0, 10, 30_000_000L, true),
-                explain(sql.claimFromCursors, queue, 0, 10, 30_000_000L, new Integer[] {4, 2, 0},
-                        new Long[] {ClaimCursors.HEAD, ClaimCursors.HEAD, 1_700_000_000_000_000L}, true),
+        List<String> cursorClaim = explain(sql.claimFromCursors, queue, 0, 10, 30_000_000L, new Integer[] {4, 2, 0},
+                new Long[] {ClaimCursors.HEAD, ClaimCursors.HEAD, 1_700_000_000_000_000L},
+                new String[] {ClaimCursors.FIRST_KEY, ClaimCursors.FIRST_KEY, "k17"}, true);
+        for (List<String> plan : List.of(explain(sql.claimDue, queue, 0, 10, 30_000_000L, true), cursorClaim,
                 explain(sql.lookBehindCursors, queue, 0))) {
             String text = String.join("\n", plan);
             assertTrue(text.contains(table + "_due_idx"), "claims and looks should scan the partial due index:\n" + text);
             assertFalse(text.contains("Seq Scan"), text);
         }
+        // The cursor, time and key, is where the index scan starts: not a filter over the band's head.
+        assertTrue(cursorClaim.stream().anyMatch(line -> line.contains("Index Cond: ")
+                        && line.contains("ROW(available_at, item_key) >= ROW(")),
+                () -> "the cursor should be an index condition:\n" + String.join("\n", cursorClaim));
     }
 
     @Test
@@ -249,11 +255,11 @@ class SqlExplainIT {
                 "claimDue", genericPlan(ownSql.claimDue, "text, int, int, bigint, boolean", q + ", 0, 100, 30000000, true"),
                 "completeAndClaim", genericPlan(ownSql.completeAndClaim, "text, int, int, bigint, text[], boolean",
                         q + ", 0, 100, 30000000, '{g1,g3}', true"),
-                "claimFromCursors", genericPlan(ownSql.claimFromCursors, "text, int, int, bigint, int[], bigint[], boolean",
-                        q + ", 0, 100, 30000000, '{0}', '{1700000000000000}', true"),
+                "claimFromCursors", genericPlan(ownSql.claimFromCursors, "text, int, int, bigint, int[], bigint[], text[], boolean",
+                        q + ", 0, 100, 30000000, '{0}', '{1700000000000000}', '{g7}', true"),
                 "completeAndClaimFromCursors", genericPlan(ownSql.completeAndClaimFromCursors,
-                        "text, int, int, bigint, text[], int[], bigint[], boolean",
-                        q + ", 0, 100, 30000000, '{g1,g3}', '{0}', '{1700000000000000}', true"),
+                        "text, int, int, bigint, text[], int[], bigint[], text[], boolean",
+                        q + ", 0, 100, 30000000, '{g1,g3}', '{0}', '{1700000000000000}', '{g7}', true"),
                 "lookBehindCursors", genericPlan(ownSql.lookBehindCursors, "text, int", q + ", 0"),
                 "reapCompleted", genericPlan(ownSql.reapCompleted, "text, bigint, int", q + ", 3600000000, 1000"),
                 "completeKeys", genericPlan(ownSql.completeKeys, "text, text[], boolean", q + ", '{g1,g3}', true"),

@@ -5,6 +5,7 @@
 -- param lease bigint: its length in microseconds
 -- param bands int[]: the bands to read, highest first
 -- param band_starts bigint[]: where each band's read starts, microseconds since the epoch
+-- param band_keys text[]: where each band's read starts within that microsecond, a key (the band's rows from it on, in key order)
 -- param timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 
 -- fragment: claim
@@ -89,18 +90,22 @@ due AS MATERIALIZED (
 -- fragment: due_from_cursors
 -- "due" read band by band, each from its cursor.
 
--- Each band from its cursor (:bands priorities, highest first; :band_starts where each band's
--- read starts, in microseconds since the epoch): an index seek to the cursor, so the
--- claim does not walk the history at the head of a band (see ClaimCursors). The
--- nested loop keeps the bands' order and the outer LIMIT stops it, so no band locks
--- more rows than the claim hands out.
+-- Each band from its cursor (:bands priorities, highest first; :band_starts and :band_keys
+-- where each band's read starts: a microsecond since the epoch and a key): an index seek
+-- to the cursor, so the claim does not walk the history at the head of a band, nor the
+-- rows of the cursor's microsecond it already leased (see ClaimCursors). The row
+-- comparison is one index condition on the due index's last two columns. The nested
+-- loop keeps the bands' order and the outer LIMIT stops it, so no band locks more rows
+-- than the claim hands out.
 due AS MATERIALIZED (
     SELECT d.queue_name, d.item_key, d.lease_until
-    FROM unnest(:bands::int[], :band_starts::bigint[]) AS band(priority, from_us)
+    FROM unnest(:bands::int[], :band_starts::bigint[], :band_keys::text[]) AS band(priority, from_us, from_key)
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM {{table}}
-        WHERE queue_name = {{this_queue}} AND priority = band.priority AND available_at >= 'epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond' AND {{due}} {{skip_completing}}
+        WHERE queue_name = {{this_queue}} AND priority = band.priority
+            AND (available_at, item_key) >= ('epoch'::timestamptz + band.from_us * INTERVAL '1 microsecond', band.from_key COLLATE "C")
+            AND {{due}} {{skip_completing}}
             AND NOT {{queue_paused}}
         ORDER BY available_at, item_key
         LIMIT :limit::int
@@ -171,7 +176,7 @@ WITH {{completing}},
 WITH {{claim}}
 
 -- statement: claimFromCursors
--- params: queue, attempt_limit, limit, lease, bands, band_starts, timed
+-- params: queue, attempt_limit, limit, lease, bands, band_starts, band_keys, timed
 -- use: due_read = due_from_cursors
 -- use: skip_completing = claim_alone
 -- use: completed_count = zero
@@ -193,7 +198,7 @@ WITH {{claim}}
 {{complete_then_claim}}
 
 -- statement: completeAndClaimFromCursors
--- params: queue, attempt_limit, limit, lease, keys, bands, band_starts, timed
+-- params: queue, attempt_limit, limit, lease, keys, bands, band_starts, band_keys, timed
 -- use: which_rows = pending_rows
 -- use: done = mark_completed
 -- use: due_read = due_from_cursors
@@ -217,7 +222,7 @@ WITH {{claim}}
 {{complete_then_claim}}
 
 -- statement: completeAndClaimFromCursorsDeleting
--- params: queue, attempt_limit, limit, lease, keys, bands, band_starts, timed
+-- params: queue, attempt_limit, limit, lease, keys, bands, band_starts, band_keys, timed
 -- use: which_rows = pending_rows
 -- use: done = delete_completed
 -- use: due_read = due_from_cursors
@@ -229,10 +234,10 @@ WITH {{claim}}
 {{complete_then_claim}}
 
 -- fragment: first_due
--- The first due row of the queue in claim order, and of the bands {{below}} names: its priority
--- and availability. One step of lookBehindCursors.
+-- The first due row of the queue in claim order, and of the bands {{below}} names: its priority,
+-- availability and key. One step of lookBehindCursors.
 
-SELECT priority, available_at
+SELECT priority, available_at, item_key
 FROM {{table}}
 WHERE queue_name = {{this_queue}}{{below}} AND {{due}}
 ORDER BY {{claim_order}}
@@ -251,8 +256,8 @@ LIMIT 1
 -- params: queue, attempt_limit
 -- The first due item of every band that has one, in claim order, locking nothing: where the
 -- claim cursors must be for nothing due to lie behind them (see ClaimCursors and CursorLook).
--- One row: "priorities" and "first_due_us" (microseconds since the epoch), both null when
--- nothing is due, and "now_us".
+-- One row: "priorities", "first_due_us" (microseconds since the epoch) and "first_due_keys",
+-- all null when nothing is due, and "now_us".
 -- Read only, and run only by a look, never by a caller's claim: it walks each band
 -- from its head, through whatever history a held horizon keeps there, to the band's
 -- first due item. One index descent per band that has something due: each step
@@ -260,7 +265,7 @@ LIMIT 1
 WITH RECURSIVE found AS (
     ({{first_due with below = all_bands}})
     UNION ALL
-    SELECT next.priority, next.available_at
+    SELECT next.priority, next.available_at, next.item_key
     FROM found
     CROSS JOIN LATERAL (
         {{first_due with below = bands_below_found}}
@@ -269,5 +274,6 @@ WITH RECURSIVE found AS (
 SELECT
     array_agg(priority) AS priorities,
     array_agg((EXTRACT(EPOCH FROM available_at) * 1000000)::bigint) AS first_due_us,
+    array_agg(item_key) AS first_due_keys,
     (EXTRACT(EPOCH FROM now()) * 1000000)::bigint AS now_us
 FROM found
