@@ -10,7 +10,8 @@ import io.workqueue.internal.base.TableNames;
  */
 final class InspectionSql {
     final String table;
-    /** The queue's own stats read, for a queue the admin has no queue instance of. */
+    /** The queue's own stats read (its two statements), for a queue the admin has no queue instance of. */
+    final SqlStatement statsCompleted;
     final SqlStatement stats;
     final SqlStatement queueNames;
     final SqlStatement item;
@@ -28,6 +29,7 @@ final class InspectionSql {
 
     InspectionSql(String tablePrefix) {
         this.table = TableNames.table(tablePrefix);
+        this.statsCompleted = Sql.render(tablePrefix, "statsCompleted");
         this.stats = Sql.render(tablePrefix, "stats");
         this.queueNames = Sql.render(tablePrefix, "admin.queueNames");
         this.item = Sql.render(tablePrefix, "admin.item");

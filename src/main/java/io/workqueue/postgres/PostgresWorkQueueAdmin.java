@@ -149,7 +149,7 @@ public final class PostgresWorkQueueAdmin implements WorkQueueAdmin {
             if (settings != null && settings.queue() != null) {
                 return settings.queue().stats();
             }
-            return StatsRead.of(database, sql.stats, queue, maxAttempts(queue));
+            return StatsRead.of(database, sql.statsCompleted, sql.stats, queue, maxAttempts(queue));
         });
     }
 

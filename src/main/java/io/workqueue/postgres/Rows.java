@@ -14,11 +14,14 @@ final class Rows {
     private Rows() {
     }
 
-    /** A row of {@link Sql#stats}: the counts of each state and the age of the oldest ready item. */
-    static Stats stats(Readable row) {
-        // The statement counts one past the limit, so "more than the limit" is told from "exactly".
-        long completed = longValue(row.get("completed", Long.class));
-        return stats(row, Math.min(completed, Stats.COMPLETED_COUNT_LIMIT), completed > Stats.COMPLETED_COUNT_LIMIT);
+    /**
+     * A row of {@link Sql#stats}: the counts of each pending state and the age of the oldest ready
+     * item, with the completed count {@link Sql#statsCompleted} read.
+     */
+    static Stats stats(Readable row, long completedCounted) {
+        // statsCompleted counts one past the limit, so "more than the limit" is told from "exactly".
+        return stats(row, Math.min(completedCounted, Stats.COMPLETED_COUNT_LIMIT),
+                completedCounted > Stats.COMPLETED_COUNT_LIMIT);
     }
 
     /** The stats' columns of a row, under the names both the stats read and the keeper's reading use. */

@@ -40,7 +40,6 @@ final class Sql {
     static final SqlStatement HORIZON = render("", "horizon");
     static final SqlStatement NOTIFIER_TICK = render("", "notifierTick");
     static final SqlStatement LOOK_SETTINGS = render("", "lookSettings");
-    static final SqlStatement STATS_SETTINGS = render("", "statsSettings");
     static final SqlStatement SCHEMA_VERSION = render("", "schemaVersion");
     static final SqlStatement SCHEMA_LOCK = render("", "schemaLock");
 
@@ -64,6 +63,7 @@ final class Sql {
     final SqlStatement snoozeKeys;
     final SqlStatement removeKeys;
     final SqlStatement reapCompleted;
+    final SqlStatement statsCompleted;
     final SqlStatement stats;
     final SqlStatement readyLongerThan;
     final SqlStatement keepHouse;
@@ -95,6 +95,7 @@ final class Sql {
         this.snoozeKeys = render(tablePrefix, "snoozeKeys");
         this.removeKeys = render(tablePrefix, "removeKeys");
         this.reapCompleted = render(tablePrefix, "reapCompleted");
+        this.statsCompleted = render(tablePrefix, "statsCompleted");
         this.stats = render(tablePrefix, "stats");
         this.readyLongerThan = render(tablePrefix, "readyLongerThan");
         this.keepHouse = render(tablePrefix, "keepHouse");

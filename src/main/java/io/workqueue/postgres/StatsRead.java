@@ -6,9 +6,11 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The stats read, for the queue and the admin alike: the stats statement in a short transaction
- * of its own, after statsSettings, so the settings end with it and never reach the next borrower
- * of a pooled connection (or, behind a transaction-mode pooler, another client).
+ * The stats read, for the queue and the admin alike: statsCompleted, then stats, in a short
+ * transaction of their own. The first counts the completed items and sets how the second is
+ * planned (see maintenance.sql); the settings end with the transaction and never reach the next
+ * borrower of a pooled connection (or, behind a transaction-mode pooler, another client). Two
+ * round trips inside the transaction, as one setting statement and the read took before.
  */
 final class StatsRead {
     private StatsRead() {}
@@ -18,20 +20,25 @@ final class StatsRead {
      * on; cancellation cancels the statement on the server and closes the connection
      * ({@link Database#inTransaction}).
      */
-    static Mono<Stats> of(Database database, SqlStatement statement, String queue, int maxAttempts) {
-        return reading(database, statement, queue, maxAttempts).map(Reading::stats);
+    static Mono<Stats> of(Database database, SqlStatement statsCompleted, SqlStatement stats, String queue,
+            int maxAttempts) {
+        return reading(database, statsCompleted, stats, queue, maxAttempts).map(Reading::stats);
     }
 
-    /** {@link #of}, with the longest-running live lease the same statement read. */
-    static Mono<Reading> reading(Database database, SqlStatement statement, String queue, int maxAttempts) {
-        return database.inTransaction(c -> Flux.from(Sql.STATS_SETTINGS.on(c).execute())
-                .concatMap(result -> result.getRowsUpdated())
-                .thenMany(Flux.from(statement.on(c).bind("queue", queue).bind("attempt_limit", maxAttempts).execute()))
-                .concatMap(result -> result.map((row, meta) -> {
-                    Duration longestLease = Rows.longestLease(row);
-                    return new Reading(Rows.stats(row), longestLease == null ? Duration.ZERO : longestLease);
-                }))
-                .single());
+    /** {@link #of}, with the longest-running live lease the same read found. */
+    static Mono<Reading> reading(Database database, SqlStatement statsCompleted, SqlStatement stats, String queue,
+            int maxAttempts) {
+        return database.inTransaction(c -> Flux.from(statsCompleted.on(c).bind("queue", queue).execute())
+                .concatMap(result -> result.map((row, meta) -> Rows.longValue(row.get("completed", Long.class))))
+                .single()
+                .flatMap(completed -> Flux.from(stats.on(c).bind("queue", queue).bind("attempt_limit", maxAttempts)
+                                .execute())
+                        .concatMap(result -> result.map((row, meta) -> {
+                            Duration longestLease = Rows.longestLease(row);
+                            return new Reading(Rows.stats(row, completed),
+                                    longestLease == null ? Duration.ZERO : longestLease);
+                        }))
+                        .single()));
     }
 
     /**

@@ -62,7 +62,7 @@ final class Upkeep {
 
     /** The stats read with the longest live lease; feeds the gauges. */
     private Mono<StatsRead.Reading> reading() {
-        return Mono.defer(() -> StatsRead.reading(database, sql.stats, config.name(), config.maxAttempts())
+        return Mono.defer(() -> StatsRead.reading(database, sql.statsCompleted, sql.stats, config.name(), config.maxAttempts())
                 .doOnNext(reading -> {
                     metrics.observed(reading.stats());
                     metrics.longestLease(reading.longestLease());

@@ -49,6 +49,7 @@ class InspectionSqlIT {
     private static Map<String, Object[]> everyStatementWithBinds() {
         String[] keys = {"k1", "k2"};
         return Map.ofEntries(
+                Map.entry("statsCompleted", new Object[] {queue}),
                 Map.entry("stats", new Object[] {queue, 3}),
                 Map.entry("queueNames", new Object[] {}),
                 Map.entry("item", new Object[] {queue, 3, "k1"}),
@@ -110,11 +111,12 @@ class InspectionSqlIT {
             assertTrue(queueSql.stats.text().contains("FILTER (WHERE " + predicate + ")"), predicate);
         }
         // Completed is counted apart (up to a limit, through the reap index), by the same predicate.
-        assertTrue(queueSql.stats.text().contains("AND " + Sql.COMPLETED), Sql.COMPLETED);
+        assertTrue(queueSql.statsCompleted.text().contains("AND " + Sql.COMPLETED), Sql.COMPLETED);
         assertTrue(queueSql.readyLongerThan.text().contains(Sql.DUE) && queueSql.readyLongerThan.text().contains(Sql.READY_SINCE),
                 "the health check asks the claim's own question");
         assertTrue(queueSql.stats.text().contains("min(" + Sql.READY_SINCE + ")"), "and the age it measures is the stats'");
         assertEquals(queueSql.stats.text(), sql.stats.text(), "the admin's stats read is the queue's");
+        assertEquals(queueSql.statsCompleted.text(), sql.statsCompleted.text(), "both of its statements");
         assertEquals(queueSql.removeKeys.text(), sql.removeKeys.text(), "and its remove is the queue's");
         Map<String, String> pages = Map.of("readyPage", Sql.DUE, "delayedPage", Sql.DELAYED, "leasedPage", Sql.LEASED,
                 "stalledPage", Sql.STALLED, "completedPage", Sql.COMPLETED);

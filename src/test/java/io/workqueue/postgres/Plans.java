@@ -43,8 +43,36 @@ final class Plans {
 
     /** {@link #buffersTouched(SqlStatement, Object...)} of a statement's text. */
     static long buffersTouched(String statement, Object... binds) {
-        List<String> plan = explained("EXPLAIN (ANALYZE, BUFFERS) ", statement, Duration.ofSeconds(60), binds);
         // The top node's line counts everything beneath it, subplans included; it comes first.
+        return topBuffers(explained("EXPLAIN (ANALYZE, BUFFERS) ", statement, Duration.ofSeconds(60), binds));
+    }
+
+    /**
+     * {@link #buffersTouched} of the stats read as {@code StatsRead} runs it: statsCompleted, then
+     * stats in the same transaction (under the settings the first made), the buffers of the
+     * second; rolled back. With {@code inIndexOrder}, stats runs instead after a setting that
+     * leaves the planner only the due index in its order, the plan it chose by itself on a large
+     * table of one queue: what the read cost before statsCompleted steered it.
+     */
+    static long statsReadBuffers(Sql sql, String queue, int attemptLimit, boolean inIndexOrder) {
+        List<String> plan = Mono.usingWhen(TestDatabase.plain().create(),
+                        (Connection c) -> Mono.from(c.beginTransaction())
+                                .thenMany(inIndexOrder
+                                        ? Flux.from(c.createStatement("SET LOCAL enable_bitmapscan = off").execute())
+                                        : Flux.from(sql.statsCompleted.on(c).bind("queue", queue).execute()))
+                                .concatMap(r -> r.map((row, meta) -> 1))
+                                .thenMany(Flux.from(c.createStatement("EXPLAIN (ANALYZE, BUFFERS) " + sql.stats.text())
+                                        .bind(0, queue).bind(1, attemptLimit).execute()))
+                                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                                .collectList()
+                                .flatMap(lines -> Mono.from(c.rollbackTransaction()).thenReturn(lines)),
+                        Connection::close)
+                .block(Duration.ofSeconds(60));
+        return topBuffers(plan);
+    }
+
+    /** The buffers the top node of an {@code EXPLAIN (ANALYZE, BUFFERS)} counts: everything beneath it. */
+    private static long topBuffers(List<String> plan) {
         String top = plan.stream().filter(line -> line.trim().startsWith("Buffers: shared")).findFirst()
                 .orElseThrow(() -> new AssertionError("no buffer counts in " + String.join("\n", plan)));
         long touched = 0;

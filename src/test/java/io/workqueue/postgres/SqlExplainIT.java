@@ -70,6 +70,7 @@ class SqlExplainIT {
                         new Long[] {1_700_000_000_000_000L, 1_700_000_000_000_001L}, 5_000_000L}),
                 Map.entry("removeKeys", new Object[] {"q", keys}),
                 Map.entry("reapCompleted", new Object[] {"q", 86_400_000_000L, 1000}),
+                Map.entry("statsCompleted", new Object[] {"q"}),
                 Map.entry("stats", new Object[] {"q", 3}),
                 Map.entry("readyLongerThan", new Object[] {"q", 3, 1_000_000L}),
                 Map.entry("keepHouse", new Object[] {"q", "host/1/ab", 45_000_000L}),

@@ -34,7 +34,7 @@ class StatementsReferenceTest {
         String reference = Sql.reference();
         for (SqlStatement statement : new SqlStatement[] {sql.claimDue, sql.claimFromCursors, sql.completeKeys, sql.completeAndClaim,
                 sql.completeAndClaimFromCursors, sql.releaseKeys, sql.handBackKeys, sql.removeKeys, sql.reapCompleted,
-                sql.stats, sql.enqueue, sql.enqueueInTransaction, sql.enqueueNotifying, Sql.HORIZON,
+                sql.statsCompleted, sql.stats, sql.enqueue, sql.enqueueInTransaction, sql.enqueueNotifying, Sql.HORIZON,
                 Sql.NOTIFIER_TICK}) {
             String sent = statement.text();
             assertTrue(Sql.compact(reference).contains(sent.strip()), () -> "not in the reference:\n" + sent);

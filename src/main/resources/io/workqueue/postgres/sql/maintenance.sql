@@ -40,23 +40,42 @@ WHERE q.queue_name = expired.queue_name AND q.item_key = expired.item_key
     -- As in the claim: primary-key lookups even under a generic plan.
     AND q.queue_name = {{this_queue}} AND q.item_key = ANY(ARRAY(SELECT item_key FROM expired))
 
--- statement: stats
--- params: queue, attempt_limit
--- The one-round-trip stats read.
--- Sized by the backlog, never by the history: the pending counts read the rows the
--- partial due index holds (its predicate is the WHERE below), and the completed
--- count stops at {{completed_count_cap}}, newest first through the reap index, where reaped and not
--- yet vacuumed entries are rarest.
+-- statement: statsCompleted
+-- params: queue
+-- The first of the stats read's two statements, in one transaction (StatsRead). One row:
+-- "completed", the queue's completed items counted up to {{completed_count_cap}}, newest first
+-- through the reap index, where reaped and not yet vacuumed entries are rarest.
+-- It also sets, for the rest of its transaction only (set_config's third argument), how the
+-- second statement, stats, is planned; its own plan was made before it ran, so this count
+-- still reads the reap index in order. The pending rows lie on the heap in no order the due
+-- index knows, and the planner, judging the heap's order by the queue's name (one value in a
+-- table of one queue), read them in index order, a buffer per row: 100,000 rows on 3,095
+-- pages cost 101,938 buffers (docs/benchmarks/stats-history). With plain index scans and
+-- sequential scans off it reads them through a bitmap of the partial due index, each page
+-- once; in one backend, since parallel workers cost more to start than they save here; and
+-- without JIT, whose compiling cost more than it saved (132-199 ms with it, 49-68 without, at
+-- 100,000 pending over 20,000,000 completed).
 SELECT
-    count(*) AS pending,
-    count(*) FILTER (WHERE {{due}}) AS ready,
-    count(*) FILTER (WHERE {{leased}}) AS leased,
-    count(*) FILTER (WHERE {{stalled}}) AS stalled,
     (SELECT count(*) FROM (
         SELECT 1 FROM {{table}}
         WHERE queue_name = {{this_queue}} AND {{completed}}
         ORDER BY completed_at DESC
         LIMIT {{completed_count_cap}}) AS newest) AS completed,
+    ARRAY[set_config('jit', 'off', true),
+        set_config('enable_indexscan', 'off', true),
+        set_config('enable_seqscan', 'off', true),
+        set_config('max_parallel_workers_per_gather', '0', true)] AS settings
+
+-- statement: stats
+-- params: queue, attempt_limit
+-- The second of the stats read's statements, after statsCompleted in its transaction: the
+-- counts of the pending items. Sized by the backlog, never by the history: it reads the rows
+-- the partial due index holds (its predicate is the WHERE below), each heap page once.
+SELECT
+    count(*) AS pending,
+    count(*) FILTER (WHERE {{due}}) AS ready,
+    count(*) FILTER (WHERE {{leased}}) AS leased,
+    count(*) FILTER (WHERE {{stalled}}) AS stalled,
     -- How long the longest-waiting ready item has been claimable, on the database
     -- clock, in microseconds (0 when nothing is ready).
     COALESCE(
@@ -221,14 +240,6 @@ LEFT JOIN awaited ON true
 -- timeout the role sets: it is paced by its own cost already, and cut short it would find
 -- nothing, time after time, for as long as a held horizon makes it long.
 SET LOCAL lock_timeout = '100ms'; SET LOCAL statement_timeout = 0
-
--- statement: statsSettings
--- params:
--- Run in the stats read's transaction, before stats. Over a large table the planner prices the
--- read of every pending row high enough to JIT-compile it, and compiling cost more than it
--- saved: measured at 100,000 pending over 20,000,000 completed rows, 132-199 ms executing with
--- JIT (46-63 ms of it compiling), 49-68 ms without (docs/benchmarks/stats-history).
-SET LOCAL jit = off
 
 -- param table text: a queue table's name, as a value (to_regclass resolves it)
 -- param lock text: the name of an advisory lock

@@ -23,7 +23,9 @@ final class LibrarySql {
     final String enqueue;
     /** The look behind the claim cursors: the first due item of every band ($1 queue, $2 attempt limit). */
     final String lookBehindCursors;
-    /** {@code stats()}: $1 queue, $2 attempt limit. */
+    /** {@code stats()}'s first statement, the completed count that also sets how the second is planned: $1 queue. */
+    final String statsCompleted;
+    /** {@code stats()}'s second statement, the pending counts: $1 queue, $2 attempt limit. */
     final String stats;
     /** {@code readyLongerThan(threshold)}: $1 queue, $2 attempt limit, $3 threshold in microseconds. */
     final String readyLongerThan;
@@ -45,6 +47,7 @@ final class LibrarySql {
         this.completeAndClaim = field(sql, "completeAndClaim");
         this.enqueue = field(sql, "enqueue");
         this.lookBehindCursors = field(sql, "lookBehindCursors");
+        this.statsCompleted = field(sql, "statsCompleted");
         this.stats = field(sql, "stats");
         this.readyLongerThan = field(sql, "readyLongerThan");
         this.due = (String) constant(sql.getClass(), "DUE");

@@ -357,7 +357,8 @@ public final class Pressure {
         // The last parameter, timed, is false: what a queue without timing meters runs.
         Explained head = explain(sql.claimDue.replace("$5", "false"), "the claim from the head", phaseName, false);
         Explained cursor = explain(sql.claimFromCursors
-                .replace("$7", "false")
+                .replace("$8", "false")
+                .replace("$7", "ARRAY['']")
                 .replace("$5", "'{0}'")
                 .replace("$6", "ARRAY[(EXTRACT(EPOCH FROM now()) * 1000000)::bigint - 500000]"), "the cursor claim",
                 phaseName, false);
