@@ -118,8 +118,9 @@ class StatsCostIT {
         System.out.printf("stats read buffers: %d for %d pending rows on %d pages; %d in index order%n",
                 read, PENDING, pages, inIndexOrder);
 
-        assertTrue(inIndexOrder > PENDING, "in index order, a buffer per row: " + inIndexOrder);
-        assertTrue(read < PENDING / 4, "each page once, not each row: " + read + " buffers for " + pages + " pages");
+        assertTrue(inIndexOrder > PENDING * 3 / 4, "in index order, about a buffer per row: " + inIndexOrder);
+        assertTrue(read * 10 < inIndexOrder, "each page once, not each row: " + read + " buffers for " + pages
+                + " pages, against " + inIndexOrder);
     }
 
     @Test

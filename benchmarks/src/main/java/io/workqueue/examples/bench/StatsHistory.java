@@ -322,8 +322,9 @@ final class StatsHistory {
         Read health = new Read("readyLongerThan(5 min)", healthMillis, 0,
                 explain(pool, sql.readyLongerThan, QUEUE, MAX_ATTEMPTS, HEALTH_THRESHOLD.toNanos() / 1000));
         Read old = new Read("old stats read", oldMillis, 0, explain(pool, oldStats, QUEUE, MAX_ATTEMPTS));
-        // Not what the library runs: the pending counts read in the due index's order, the plan the
-        // planner chose by itself here before statsCompleted steered it (a buffer per row).
+        // Not what the library runs: the pending counts without the bitmap, as the planner chose by
+        // itself before statsCompleted steered it (the due index in its order, a buffer per row, or
+        // the whole table when that looks cheaper).
         String indexPath = explainAfter(pool, "SET LOCAL enable_bitmapscan = off", sql.stats, QUEUE, MAX_ATTEMPTS);
         facts.put("stats_plan_in_index_order", indexPath);
         facts.put("stats_buffers_in_index_order", buffers(indexPath));
@@ -576,7 +577,7 @@ final class StatsHistory {
             }
         }
         for (Size size : sizes) {
-            md.append("## Diagnostic: stats() read in the due index's order, ").append(count(size.completed()))
+            md.append("## Diagnostic: stats() with bitmap scans off, ").append(count(size.completed()))
                     .append(" completed (").append(count((Long) size.facts().get("stats_buffers_in_index_order")))
                     .append(" buffers; not what the library runs)\n\n```\n")
                     .append(size.facts().get("stats_plan_in_index_order")).append("\n```\n\n");
@@ -648,7 +649,7 @@ final class StatsHistory {
         md.setLength(md.length() - 2);
         md.append(". The plans of `stats()`'s pending counts, as the library runs them after `statsCompleted`, are in")
                 .append(" [plans.md](plans.md); for comparison (diagnostics, not what the library runs), the same statement")
-                .append(" read in the due index's order (`SET LOCAL enable_bitmapscan = off`) touched ");
+                .append(" with bitmap scans off (`SET LOCAL enable_bitmapscan = off`: the due index in its order, or the whole table) touched ");
         md.append(sizes.stream().map(z -> count((Long) z.facts().get("stats_buffers_in_index_order")) + " buffers in "
                 + z.facts().get("stats_ms_in_index_order") + " ms").toList());
         md.append(" (server execution time, once), and planned as the server likes, without `statsCompleted`'s settings, ")
