@@ -333,7 +333,9 @@ class ClaimCursorsIT {
         List<String> backlog = IntStream.range(0, 6000).mapToObj(i -> String.format("same-%05d", i)).toList();
         survivor.enqueueKeys(backlog).block(WAIT);
         untilDatabaseClockPasses(sharedMicrosecond(survivor) + ClaimCursors.SLACK_MICROS);
-        List<String> held = crashed.claim(100, SHORT_LEASE).block(WAIT).stream().map(Item::key).toList();
+        // A lease long enough that the survivor's set-up below ends before it lapses, on a slow machine too.
+        Duration crashedLease = Duration.ofSeconds(10);
+        List<String> held = crashed.claim(100, crashedLease).block(WAIT).stream().map(Item::key).toList();
         assertEquals(backlog.subList(0, 100), held, "the crashed member leased the first hundred");
         survivor.claim(100, LEASE).block(WAIT);
         untilClaimsReadFromCursors(survivor);
