@@ -287,7 +287,16 @@ SELECT pg_notify($6::text, '');
 --   $5 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- A claim from the head of the due index, in exact claim order, for an instance that has no
 -- cursors to read from yet or too many bands for them.
-WITH due AS MATERIALIZED (
+WITH -- Every claim reads its limit, its bands and the keys it completes in subqueries, as it reads
+-- the queue's name (this_queue): values the planner does not see when it plans, so a plan made
+-- for one claim's values is no better than one made for none. The server then settles on one
+-- generic plan per connection after the plan cache's first five runs, instead of planning every
+-- claim afresh: measured on the fleet benchmark's table, 0.42-0.55 ms of planning on every run
+-- before, 0.02 ms after, and execution no slower (100 items: 1.1-1.6 ms with per-run plans,
+-- 0.7-0.8 ms generic; docs/benchmarks/fleet/ANALYSIS.md). SqlExplainIT and ClaimPlanIT hold the
+-- generic plans to the index paths the claim needs.
+
+due AS MATERIALIZED (
     SELECT queue_name, item_key, lease_until
     FROM work_queue_items
     WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
@@ -296,7 +305,7 @@ WITH due AS MATERIALIZED (
     AND ($2::int = 0 OR attempts < $2::int) 
         AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
     ORDER BY priority DESC, available_at, item_key
-    LIMIT $3::int
+    LIMIT (SELECT $3::int)
     FOR UPDATE SKIP LOCKED
 ),
 -- One index scan of the primary key for the whole batch (the array is sorted and
@@ -360,7 +369,16 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 --   $7 band_keys text[]: where each band's read starts within that microsecond, a key (the band's rows from it on, in key order)
 --   $8 timed boolean: whether to return each item's wait and holding time (only timing meters read them; when false they are not computed)
 -- As claimDue, reading each band from its cursor.
-WITH -- Each band from its cursor ($5 priorities, highest first; $6 and $7
+WITH -- Every claim reads its limit, its bands and the keys it completes in subqueries, as it reads
+-- the queue's name (this_queue): values the planner does not see when it plans, so a plan made
+-- for one claim's values is no better than one made for none. The server then settles on one
+-- generic plan per connection after the plan cache's first five runs, instead of planning every
+-- claim afresh: measured on the fleet benchmark's table, 0.42-0.55 ms of planning on every run
+-- before, 0.02 ms after, and execution no slower (100 items: 1.1-1.6 ms with per-run plans,
+-- 0.7-0.8 ms generic; docs/benchmarks/fleet/ANALYSIS.md). SqlExplainIT and ClaimPlanIT hold the
+-- generic plans to the index paths the claim needs.
+
+-- Each band from its cursor ($5 priorities, highest first; $6 and $7
 -- where each band's read starts: a microsecond since the epoch and a key): an index seek
 -- to the cursor, so the claim does not walk the history at the head of a band, nor the
 -- rows of the cursor's microsecond it already leased (see ClaimCursors). The row
@@ -369,7 +387,8 @@ WITH -- Each band from its cursor ($5 priorities, highest first; $6 and $7
 -- than the claim hands out.
 due AS MATERIALIZED (
     SELECT d.queue_name, d.item_key, d.lease_until
-    FROM unnest($5::int[], $6::bigint[], $7::text[]) AS band(priority, from_us, from_key)
+    FROM unnest((SELECT $5::int[]), (SELECT $6::bigint[]), (SELECT $7::text[]))
+        AS band(priority, from_us, from_key)
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM work_queue_items
@@ -381,10 +400,10 @@ due AS MATERIALIZED (
     AND ($2::int = 0 OR attempts < $2::int) 
             AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
         ORDER BY available_at, item_key
-        LIMIT $3::int
+        LIMIT (SELECT $3::int)
         FOR UPDATE SKIP LOCKED
     ) AS d
-    LIMIT $3::int
+    LIMIT (SELECT $3::int)
 ),
 -- One index scan of the primary key for the whole batch (the array is sorted and
 -- walked once), whatever a generic plan estimates: joining "due" row by row would
@@ -453,7 +472,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $5::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -474,16 +493,25 @@ rearmed AS (
         AND target.requested_at IS NOT NULL AND target.lease_until <> '-infinity'
     RETURNING q.item_key
 ),
+-- Every claim reads its limit, its bands and the keys it completes in subqueries, as it reads
+-- the queue's name (this_queue): values the planner does not see when it plans, so a plan made
+-- for one claim's values is no better than one made for none. The server then settles on one
+-- generic plan per connection after the plan cache's first five runs, instead of planning every
+-- claim afresh: measured on the fleet benchmark's table, 0.42-0.55 ms of planning on every run
+-- before, 0.02 ms after, and execution no slower (100 items: 1.1-1.6 ms with per-run plans,
+-- 0.7-0.8 ms generic; docs/benchmarks/fleet/ANALYSIS.md). SqlExplainIT and ClaimPlanIT hold the
+-- generic plans to the index paths the claim needs.
+
 due AS MATERIALIZED (
     SELECT queue_name, item_key, lease_until
     FROM work_queue_items
     WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
-    AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
+    AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest((SELECT $5::text[]))) AND (SELECT count(*) FROM done) >= 0
         AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
     ORDER BY priority DESC, available_at, item_key
-    LIMIT $3::int
+    LIMIT (SELECT $3::int)
     FOR UPDATE SKIP LOCKED
 ),
 -- One index scan of the primary key for the whole batch (the array is sorted and
@@ -557,7 +585,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $5::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -578,6 +606,15 @@ rearmed AS (
         AND target.requested_at IS NOT NULL AND target.lease_until <> '-infinity'
     RETURNING q.item_key
 ),
+-- Every claim reads its limit, its bands and the keys it completes in subqueries, as it reads
+-- the queue's name (this_queue): values the planner does not see when it plans, so a plan made
+-- for one claim's values is no better than one made for none. The server then settles on one
+-- generic plan per connection after the plan cache's first five runs, instead of planning every
+-- claim afresh: measured on the fleet benchmark's table, 0.42-0.55 ms of planning on every run
+-- before, 0.02 ms after, and execution no slower (100 items: 1.1-1.6 ms with per-run plans,
+-- 0.7-0.8 ms generic; docs/benchmarks/fleet/ANALYSIS.md). SqlExplainIT and ClaimPlanIT hold the
+-- generic plans to the index paths the claim needs.
+
 -- Each band from its cursor ($6 priorities, highest first; $7 and $8
 -- where each band's read starts: a microsecond since the epoch and a key): an index seek
 -- to the cursor, so the claim does not walk the history at the head of a band, nor the
@@ -587,7 +624,8 @@ rearmed AS (
 -- than the claim hands out.
 due AS MATERIALIZED (
     SELECT d.queue_name, d.item_key, d.lease_until
-    FROM unnest($6::int[], $7::bigint[], $8::text[]) AS band(priority, from_us, from_key)
+    FROM unnest((SELECT $6::int[]), (SELECT $7::bigint[]), (SELECT $8::text[]))
+        AS band(priority, from_us, from_key)
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM work_queue_items
@@ -596,13 +634,13 @@ due AS MATERIALIZED (
             AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
-    AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
+    AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest((SELECT $5::text[]))) AND (SELECT count(*) FROM done) >= 0
             AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
         ORDER BY available_at, item_key
-        LIMIT $3::int
+        LIMIT (SELECT $3::int)
         FOR UPDATE SKIP LOCKED
     ) AS d
-    LIMIT $3::int
+    LIMIT (SELECT $3::int)
 ),
 -- One index scan of the primary key for the whole batch (the array is sorted and
 -- walked once), whatever a generic plan estimates: joining "due" row by row would
@@ -672,7 +710,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $5::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -692,16 +730,25 @@ rearmed AS (
         AND target.requested_at IS NOT NULL AND target.lease_until <> '-infinity'
     RETURNING q.item_key
 ),
+-- Every claim reads its limit, its bands and the keys it completes in subqueries, as it reads
+-- the queue's name (this_queue): values the planner does not see when it plans, so a plan made
+-- for one claim's values is no better than one made for none. The server then settles on one
+-- generic plan per connection after the plan cache's first five runs, instead of planning every
+-- claim afresh: measured on the fleet benchmark's table, 0.42-0.55 ms of planning on every run
+-- before, 0.02 ms after, and execution no slower (100 items: 1.1-1.6 ms with per-run plans,
+-- 0.7-0.8 ms generic; docs/benchmarks/fleet/ANALYSIS.md). SqlExplainIT and ClaimPlanIT hold the
+-- generic plans to the index paths the claim needs.
+
 due AS MATERIALIZED (
     SELECT queue_name, item_key, lease_until
     FROM work_queue_items
     WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
-    AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
+    AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest((SELECT $5::text[]))) AND (SELECT count(*) FROM done) >= 0
         AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
     ORDER BY priority DESC, available_at, item_key
-    LIMIT $3::int
+    LIMIT (SELECT $3::int)
     FOR UPDATE SKIP LOCKED
 ),
 -- One index scan of the primary key for the whole batch (the array is sorted and
@@ -775,7 +822,7 @@ CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FR
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($5::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $5::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -795,6 +842,15 @@ rearmed AS (
         AND target.requested_at IS NOT NULL AND target.lease_until <> '-infinity'
     RETURNING q.item_key
 ),
+-- Every claim reads its limit, its bands and the keys it completes in subqueries, as it reads
+-- the queue's name (this_queue): values the planner does not see when it plans, so a plan made
+-- for one claim's values is no better than one made for none. The server then settles on one
+-- generic plan per connection after the plan cache's first five runs, instead of planning every
+-- claim afresh: measured on the fleet benchmark's table, 0.42-0.55 ms of planning on every run
+-- before, 0.02 ms after, and execution no slower (100 items: 1.1-1.6 ms with per-run plans,
+-- 0.7-0.8 ms generic; docs/benchmarks/fleet/ANALYSIS.md). SqlExplainIT and ClaimPlanIT hold the
+-- generic plans to the index paths the claim needs.
+
 -- Each band from its cursor ($6 priorities, highest first; $7 and $8
 -- where each band's read starts: a microsecond since the epoch and a key): an index seek
 -- to the cursor, so the claim does not walk the history at the head of a band, nor the
@@ -804,7 +860,8 @@ rearmed AS (
 -- than the claim hands out.
 due AS MATERIALIZED (
     SELECT d.queue_name, d.item_key, d.lease_until
-    FROM unnest($6::int[], $7::bigint[], $8::text[]) AS band(priority, from_us, from_key)
+    FROM unnest((SELECT $6::int[]), (SELECT $7::bigint[]), (SELECT $8::text[]))
+        AS band(priority, from_us, from_key)
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM work_queue_items
@@ -813,13 +870,13 @@ due AS MATERIALIZED (
             AND completed_at IS NULL
     AND lease_until <= now()
     AND available_at <= now()
-    AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest($5::text[])) AND (SELECT count(*) FROM done) >= 0
+    AND ($2::int = 0 OR attempts < $2::int) AND item_key NOT IN (SELECT unnest((SELECT $5::text[]))) AND (SELECT count(*) FROM done) >= 0
             AND NOT EXISTS (SELECT 1 FROM work_queue_queues WHERE queue_name = $1::text AND paused_at IS NOT NULL)
         ORDER BY available_at, item_key
-        LIMIT $3::int
+        LIMIT (SELECT $3::int)
         FOR UPDATE SKIP LOCKED
     ) AS d
-    LIMIT $3::int
+    LIMIT (SELECT $3::int)
 ),
 -- One index scan of the primary key for the whole batch (the array is sorted and
 -- walked once), whatever a generic plan estimates: joining "due" row by row would
@@ -926,7 +983,7 @@ FROM found;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $2::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -967,7 +1024,7 @@ FROM done;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $2::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 ),
@@ -1008,7 +1065,7 @@ FROM done;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $2::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )
@@ -1029,7 +1086,7 @@ WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $2::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )
@@ -1058,7 +1115,7 @@ WHERE q.queue_name = target.queue_name AND q.item_key = target.item_key
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[])
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $2::text[])::text[])
     ORDER BY item_key
     FOR UPDATE
 )
@@ -1078,7 +1135,7 @@ RETURNING q.item_key;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $2::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )
@@ -1105,7 +1162,7 @@ RETURNING q.item_key;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($2::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $2::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )
@@ -1841,7 +1898,7 @@ ORDER BY part, n;
 WITH target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM work_queue_items
-    WHERE queue_name = (SELECT $1::text) AND item_key = ANY($3::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
+    WHERE queue_name = (SELECT $1::text) AND item_key = ANY((SELECT $3::text[])::text[]) AND completed_at IS NOT DISTINCT FROM NULL::timestamptz
     ORDER BY item_key
     FOR UPDATE
 )

@@ -139,6 +139,29 @@ final class Plans {
     }
 
     /**
+     * How many of {@code runs} runs of {@code statement} used the plan cache's generic plan, as
+     * {@code pg_prepared_statements} counts them: prepared with SQL {@code PREPARE} under the
+     * server's default plan choice and run with {@code arguments}, in a transaction rolled back
+     * afterwards. The server plans the first five runs for their values, then keeps a generic
+     * plan if it looks no dearer than those; otherwise it plans every run afresh.
+     */
+    static long genericRuns(SqlStatement statement, String parameterTypes, String arguments, int runs) {
+        return Mono.usingWhen(TestDatabase.plain().create(),
+                        (Connection c) -> Mono.from(c.beginTransaction())
+                                .thenMany(Flux.just("DO $probe$ BEGIN EXECUTE $stmt$PREPARE counted(" + parameterTypes
+                                        + ") AS " + statement.text() + "$stmt$; END $probe$"))
+                                .concatWith(Flux.range(0, runs).map(i -> "EXECUTE counted(" + arguments + ")"))
+                                .concatMap(sql -> Flux.from(c.createStatement(sql).execute())
+                                        .concatMap(r -> r.map((row, meta) -> 1)))
+                                .then(Mono.from(c.createStatement("SELECT generic_plans FROM pg_prepared_statements"
+                                                + " WHERE name = 'counted'").execute()))
+                                .flatMap(r -> Mono.from(r.map((row, meta) -> row.get(0, Long.class))))
+                                .flatMap(generic -> Mono.from(c.rollbackTransaction()).thenReturn(generic)),
+                        Connection::close)
+                .block(Duration.ofSeconds(60));
+    }
+
+    /**
      * The generic plan of {@code statement}: prepared with SQL {@code PREPARE} (so the plan cache
      * applies from the first run), planned under {@code plan_cache_mode = force_generic_plan}, and
      * explained for the literal arguments {@code arguments}.

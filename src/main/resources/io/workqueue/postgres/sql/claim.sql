@@ -22,6 +22,15 @@
 -- each array decodes in one step. The aggregates of one select see its rows in one sequence, so
 -- the arrays line up; the client sorts them into claim order.
 
+-- Every claim reads its limit, its bands and the keys it completes in subqueries, as it reads
+-- the queue's name (this_queue): values the planner does not see when it plans, so a plan made
+-- for one claim's values is no better than one made for none. The server then settles on one
+-- generic plan per connection after the plan cache's first five runs, instead of planning every
+-- claim afresh: measured on the fleet benchmark's table, 0.42-0.55 ms of planning on every run
+-- before, 0.02 ms after, and execution no slower (100 items: 1.1-1.6 ms with per-run plans,
+-- 0.7-0.8 ms generic; docs/benchmarks/fleet/ANALYSIS.md). SqlExplainIT and ClaimPlanIT hold the
+-- generic plans to the index paths the claim needs.
+
 {{due_read}}
 -- One index scan of the primary key for the whole batch (the array is sorted and
 -- walked once), whatever a generic plan estimates: joining "due" row by row would
@@ -83,7 +92,7 @@ due AS MATERIALIZED (
     WHERE queue_name = {{this_queue}} AND {{due}} {{skip_completing}}
         AND NOT {{queue_paused}}
     ORDER BY {{claim_order}}
-    LIMIT :limit::int
+    LIMIT (SELECT :limit::int)
     FOR UPDATE SKIP LOCKED
 ),
 
@@ -99,7 +108,8 @@ due AS MATERIALIZED (
 -- than the claim hands out.
 due AS MATERIALIZED (
     SELECT d.queue_name, d.item_key, d.lease_until
-    FROM unnest(:bands::int[], :band_starts::bigint[], :band_keys::text[]) AS band(priority, from_us, from_key)
+    FROM unnest((SELECT :bands::int[]), (SELECT :band_starts::bigint[]), (SELECT :band_keys::text[]))
+        AS band(priority, from_us, from_key)
     CROSS JOIN LATERAL (
         SELECT queue_name, item_key, lease_until
         FROM {{table}}
@@ -108,10 +118,10 @@ due AS MATERIALIZED (
             AND {{due}} {{skip_completing}}
             AND NOT {{queue_paused}}
         ORDER BY available_at, item_key
-        LIMIT :limit::int
+        LIMIT (SELECT :limit::int)
         FOR UPDATE SKIP LOCKED
     ) AS d
-    LIMIT :limit::int
+    LIMIT (SELECT :limit::int)
 ),
 
 -- fragment: claim_alone
@@ -141,7 +151,7 @@ NULL::bigint[]
 -- since one statement sees one snapshot, in which they still look due; and gate the scan on
 -- "done", so it cannot start before the completion has run.
 
-AND item_key NOT IN (SELECT unnest(:keys::text[])) AND (SELECT count(*) FROM done) >= 0
+AND item_key NOT IN (SELECT unnest((SELECT :keys::text[]))) AND (SELECT count(*) FROM done) >= 0
 
 -- fragment: done_count
 -- How many items the completion completed.
