@@ -219,11 +219,11 @@ final class Leasing<K> {
                                     ClaimedRows rows = ClaimedRows.inClaimOrder(unorderedKeys,
                                             row.get("priorities", Integer[].class), row.get("attempts", Integer[].class),
                                             row.get("prior_leases", Integer[].class), row.get("available_us", Long[].class));
+                                    long nowMicros = longValue(row.get("now_us", Long.class));
                                     if (!Boolean.TRUE.equals(row.get("paused", Boolean.class))) {
                                         cursors.claimed(plan, batch, rows.priorities(), rows.availableMicros(), rows.keys(),
-                                                longValue(row.get("now_us", Long.class)), System.nanoTime());
+                                                nowMicros, System.nanoTime());
                                     }
-                                    long nowMicros = longValue(row.get("now_us", Long.class));
                                     return leased(rows, longValue(row.get("completed", Long.class)),
                                             config.storeTraceContexts()
                                                     ? traceContexts(unorderedKeys, row.get("trace_contexts", String[].class))

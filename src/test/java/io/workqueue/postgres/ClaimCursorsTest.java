@@ -46,7 +46,8 @@ class ClaimCursorsTest {
         cursors.bandSeen(3, 0);
         cursors.bandSeen(-4, 0);
         // Band 9 was not known: opened. Band -4's first due item lies ahead of its head: not.
-        assertEquals(1, cursors.looked(new Integer[] {9, -4}, new Long[] {NOW - 7_000_000, NOW - 5_000_000}, new String[] {"k1", "k2"}, NOW, 0));
+        assertEquals(1, cursors.looked(new Integer[] {9, -4}, new Long[] {NOW - 7_000_000, NOW - 5_000_000},
+                new String[] {"k1", "k2"}, NOW, 0));
         assertEquals(Map.of(9, NOW - 7_000_000, 3, NOW - SLACK, -4, NOW - 5_000_000), cursors.snapshot());
         assertArrayEquals(new Integer[] {9, 3, -4}, cursors.plan(0).priorities()); // claim order: highest first
     }
@@ -55,11 +56,13 @@ class ClaimCursorsTest {
     void aLookMovesACursorBackToWhatBecameDueBehindItAndCountsOnlyThat() {
         ClaimCursors cursors = lookedAt(new Integer[] {0, 1}, new Long[] {NOW - 100, NOW - 100});
         ClaimCursors.Plan plan = cursors.plan(0);
-        cursors.claimed(plan, 10, new Integer[] {1, 0}, new Long[] {NOW - 100, NOW - 100}, new String[] {"k1", "k2"}, NOW + 1_000_000, 0);
+        cursors.claimed(plan, 10, new Integer[] {1, 0}, new Long[] {NOW - 100, NOW - 100},
+                new String[] {"k1", "k2"}, NOW + 1_000_000, 0);
         assertEquals(Map.of(1, NOW + 1_000_000 - SLACK, 0, NOW + 1_000_000 - SLACK), cursors.snapshot());
 
         // Band 1's first due item lies ahead of its cursor: forward, nothing opened. Band 0's behind.
-        int opened = cursors.looked(new Integer[] {1, 0}, new Long[] {NOW + 600_000, NOW - 50}, new String[] {"k1", "k2"}, NOW + 1_200_000, 0);
+        int opened = cursors.looked(new Integer[] {1, 0}, new Long[] {NOW + 600_000, NOW - 50},
+                new String[] {"k1", "k2"}, NOW + 1_200_000, 0);
 
         assertEquals(1, opened);
         assertEquals(Map.of(1, NOW + 600_000, 0, NOW - 50), cursors.snapshot());
@@ -105,7 +108,8 @@ class ClaimCursorsTest {
     @Test
     void bandsReadToTheirEndMoveToTheClaimsNowLessTheSlack() {
         ClaimCursors cursors = lookedAt(new Integer[] {5, 0}, new Long[] {NOW - 9_000_000, NOW - 8_000_000});
-        cursors.claimed(cursors.plan(0), 10, new Integer[] {5, 0}, new Long[] {NOW - 9_000_000, NOW - 8_000_000}, new String[] {"k1", "k2"},
+        cursors.claimed(cursors.plan(0), 10, new Integer[] {5, 0}, new Long[] {NOW - 9_000_000, NOW - 8_000_000},
+                new String[] {"k1", "k2"},
                 NOW, 0);
         assertEquals(Map.of(5, NOW - SLACK, 0, NOW - SLACK), cursors.snapshot());
     }
@@ -115,7 +119,8 @@ class ClaimCursorsTest {
         ClaimCursors cursors = lookedAt(new Integer[] {9, 5, 0},
                 new Long[] {NOW - 30_000_000, NOW - 20_000_000, NOW - 40_000_000});
         cursors.claimed(cursors.plan(0), 3, new Integer[] {9, 5, 5},
-                new Long[] {NOW - 30_000_000, NOW - 20_000_000, NOW - 10_000_000}, new String[] {"k1", "k2", "k3"}, NOW, 0);
+                new Long[] {NOW - 30_000_000, NOW - 20_000_000, NOW - 10_000_000},
+                        new String[] {"k1", "k2", "k3"}, NOW, 0);
         assertEquals(Map.of(9, NOW - SLACK, 5, NOW - 10_000_000, 0, NOW - 40_000_000), cursors.snapshot());
     }
 
@@ -133,7 +138,8 @@ class ClaimCursorsTest {
                 cursors.snapshot());
         // Stopped in MAX_VALUE: none below it was read.
         ClaimCursors again = lookedAt(new Integer[] {Integer.MAX_VALUE, Integer.MIN_VALUE}, new Long[] {old, old});
-        again.claimed(again.plan(0), 1, new Integer[] {Integer.MAX_VALUE}, new Long[] {old + 1}, new String[] {"k1"}, NOW, 0);
+        again.claimed(again.plan(0), 1, new Integer[] {Integer.MAX_VALUE}, new Long[] {old + 1},
+                new String[] {"k1"}, NOW, 0);
         assertEquals(Map.of(Integer.MAX_VALUE, old + 1, Integer.MIN_VALUE, old), again.snapshot());
     }
 
@@ -171,9 +177,11 @@ class ClaimCursorsTest {
         long minute = ClaimCursors.IDLE_BAND_NANOS;
         long second = 1_000_000_000L;
         ClaimCursors cursors = new ClaimCursors(0);
-        cursors.looked(new Integer[] {7, 3, 1}, new Long[] {NOW, NOW, NOW}, new String[] {"k1", "k2", "k3"}, NOW, 0); // all used at 0
+        cursors.looked(new Integer[] {7, 3, 1}, new Long[] {NOW, NOW, NOW},
+                new String[] {"k1", "k2", "k3"}, NOW, 0); // all used at 0
         cursors.bandSeen(1, 2 * second);
-        cursors.claimed(cursors.plan(0), 10, new Integer[] {3}, new Long[] {NOW}, new String[] {"k1"}, NOW, 30 * second);
+        cursors.claimed(cursors.plan(0), 10, new Integer[] {3}, new Long[] {NOW},
+                new String[] {"k1"}, NOW, 30 * second);
 
         assertEquals(List.of(7, 3, 1), List.of(cursors.plan(minute).priorities()), "nothing idle over a minute yet");
         assertEquals(List.of(3, 1), List.of(cursors.plan(minute + 3 * second / 2).priorities()), "7 forgotten");
@@ -181,7 +189,8 @@ class ClaimCursorsTest {
         assertEquals(List.of(3), List.of(cursors.plan(10 * minute).priorities()), "the one used last stays");
 
         // A look finds a forgotten band again, and that opens it.
-        assertEquals(1, cursors.looked(new Integer[] {7}, new Long[] {NOW + 5}, new String[] {"k1"}, NOW + 10, 10 * minute));
+        assertEquals(1, cursors.looked(new Integer[] {7}, new Long[] {NOW + 5},
+                new String[] {"k1"}, NOW + 10, 10 * minute));
         assertTrue(cursors.snapshot().containsKey(7));
     }
 
@@ -199,7 +208,8 @@ class ClaimCursorsTest {
     @Test
     void aClaimFromTheHeadLearnsTheBandsItLeasedFromAndMovesNoCursor() {
         ClaimCursors cursors = new ClaimCursors(0);
-        cursors.claimed(cursors.plan(0), 2, new Integer[] {3, 1}, new Long[] {NOW - 4, NOW - 3}, new String[] {"k1", "k2"}, NOW, 0);
+        cursors.claimed(cursors.plan(0), 2, new Integer[] {3, 1}, new Long[] {NOW - 4, NOW - 3},
+                new String[] {"k1", "k2"}, NOW, 0);
         cursors.looked(NONE, NO_MICROS, NO_KEYS, NOW, 0);
         assertEquals(Map.of(3, NOW - SLACK, 1, NOW - SLACK), cursors.snapshot());
     }
@@ -242,7 +252,7 @@ class ClaimCursorsTest {
         ClaimCursors.Position emoji = new ClaimCursors.Position(NOW, "\uD83D\uDE00");
         assertTrue(fullwidth.before(emoji));
         assertFalse(emoji.before(fullwidth));
-        assertTrue(new ClaimCursors.Position(NOW, ClaimCursors.FIRST_KEY).before(new ClaimCursors.Position(NOW, "\u0001")));
+        assertTrue(ClaimCursors.Position.at(NOW).before(new ClaimCursors.Position(NOW, "\u0001")));
         assertTrue(new ClaimCursors.Position(NOW - 1, "\uD83D\uDE00").before(new ClaimCursors.Position(NOW, "")));
     }
 }

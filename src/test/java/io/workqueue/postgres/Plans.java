@@ -5,6 +5,7 @@ import io.r2dbc.spi.Statement;
 import io.workqueue.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import reactor.core.publisher.Flux;
@@ -55,20 +56,24 @@ final class Plans {
      * table of one queue: what the read cost before statsCompleted steered it.
      */
     static long statsReadBuffers(Sql sql, String queue, int attemptLimit, boolean inIndexOrder) {
-        List<String> plan = Mono.usingWhen(TestDatabase.plain().create(),
+        return topBuffers(rolledBack(c -> Flux.from(inIndexOrder
+                                ? c.createStatement("SET LOCAL enable_bitmapscan = off").execute()
+                                : sql.statsCompleted.on(c).bind("queue", queue).execute())
+                        .concatMap(r -> r.map((row, meta) -> 1))
+                        .thenMany(Flux.from(c.createStatement("EXPLAIN (ANALYZE, BUFFERS) " + sql.stats.text())
+                                .bind(0, queue).bind(1, attemptLimit).execute()))
+                        .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                        .collectList()));
+    }
+
+    /** {@code work} in a transaction on a connection of its own, rolled back afterwards. */
+    private static <T> T rolledBack(Function<Connection, Mono<T>> work) {
+        return Mono.usingWhen(TestDatabase.plain().create(),
                         (Connection c) -> Mono.from(c.beginTransaction())
-                                .thenMany(inIndexOrder
-                                        ? Flux.from(c.createStatement("SET LOCAL enable_bitmapscan = off").execute())
-                                        : Flux.from(sql.statsCompleted.on(c).bind("queue", queue).execute()))
-                                .concatMap(r -> r.map((row, meta) -> 1))
-                                .thenMany(Flux.from(c.createStatement("EXPLAIN (ANALYZE, BUFFERS) " + sql.stats.text())
-                                        .bind(0, queue).bind(1, attemptLimit).execute()))
-                                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
-                                .collectList()
-                                .flatMap(lines -> Mono.from(c.rollbackTransaction()).thenReturn(lines)),
+                                .then(work.apply(c))
+                                .flatMap(result -> Mono.from(c.rollbackTransaction()).thenReturn(result)),
                         Connection::close)
                 .block(Duration.ofSeconds(60));
-        return topBuffers(plan);
     }
 
     /** The buffers the top node of an {@code EXPLAIN (ANALYZE, BUFFERS)} counts: everything beneath it. */
@@ -123,19 +128,14 @@ final class Plans {
 
     private static List<String> analyzedPlan(String planCacheMode, SqlStatement statement, String parameterTypes,
             String arguments) {
-        return Mono.usingWhen(TestDatabase.plain().create(),
-                        (Connection c) -> Mono.from(c.beginTransaction())
-                                .thenMany(Flux.just(
-                                        "SET LOCAL plan_cache_mode = " + planCacheMode,
-                                        "DO $probe$ BEGIN EXECUTE $stmt$PREPARE analyzed(" + parameterTypes + ") AS "
-                                                + statement.text() + "$stmt$; END $probe$"))
-                                .concatMap(sql -> Flux.from(c.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
-                                .thenMany(Flux.from(c.createStatement("EXPLAIN ANALYZE EXECUTE analyzed(" + arguments + ")").execute()))
-                                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
-                                .collectList()
-                                .flatMap(plan -> Mono.from(c.rollbackTransaction()).thenReturn(plan)),
-                        Connection::close)
-                .block(Duration.ofSeconds(60));
+        return rolledBack(c -> Flux.just(
+                        "SET LOCAL plan_cache_mode = " + planCacheMode,
+                        "DO $probe$ BEGIN EXECUTE $stmt$PREPARE analyzed(" + parameterTypes + ") AS "
+                                + statement.text() + "$stmt$; END $probe$")
+                .concatMap(sql -> Flux.from(c.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
+                .thenMany(Flux.from(c.createStatement("EXPLAIN ANALYZE EXECUTE analyzed(" + arguments + ")").execute()))
+                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class)))
+                .collectList());
     }
 
     /**
@@ -146,19 +146,13 @@ final class Plans {
      * plan if it looks no dearer than those; otherwise it plans every run afresh.
      */
     static long genericRuns(SqlStatement statement, String parameterTypes, String arguments, int runs) {
-        return Mono.usingWhen(TestDatabase.plain().create(),
-                        (Connection c) -> Mono.from(c.beginTransaction())
-                                .thenMany(Flux.just("DO $probe$ BEGIN EXECUTE $stmt$PREPARE counted(" + parameterTypes
-                                        + ") AS " + statement.text() + "$stmt$; END $probe$"))
-                                .concatWith(Flux.range(0, runs).map(i -> "EXECUTE counted(" + arguments + ")"))
-                                .concatMap(sql -> Flux.from(c.createStatement(sql).execute())
-                                        .concatMap(r -> r.map((row, meta) -> 1)))
-                                .then(Mono.from(c.createStatement("SELECT generic_plans FROM pg_prepared_statements"
-                                                + " WHERE name = 'counted'").execute()))
-                                .flatMap(r -> Mono.from(r.map((row, meta) -> row.get(0, Long.class))))
-                                .flatMap(generic -> Mono.from(c.rollbackTransaction()).thenReturn(generic)),
-                        Connection::close)
-                .block(Duration.ofSeconds(60));
+        return rolledBack(c -> Flux.just("DO $probe$ BEGIN EXECUTE $stmt$PREPARE counted(" + parameterTypes
+                                + ") AS " + statement.text() + "$stmt$; END $probe$")
+                .concatWith(Flux.range(0, runs).map(i -> "EXECUTE counted(" + arguments + ")"))
+                .concatMap(sql -> Flux.from(c.createStatement(sql).execute()).concatMap(r -> r.map((row, meta) -> 1)))
+                .then(Mono.from(c.createStatement("SELECT generic_plans FROM pg_prepared_statements"
+                        + " WHERE name = 'counted'").execute()))
+                .flatMap(r -> Mono.from(r.map((row, meta) -> row.get(0, Long.class)))));
     }
 
     /**

@@ -63,6 +63,12 @@ class StatsCostIT {
         return prefix;
     }
 
+    /** The heap pages the queue's pending rows lie on. */
+    private static long backlogPages(Sql sql) {
+        return TestDatabase.queryLong("SELECT count(DISTINCT (ctid::text::point)[0]) FROM " + sql.table
+                + " WHERE queue_name = $1 AND completed_at IS NULL", QUEUE);
+    }
+
     @Test
     void theStatsReadTouchesWhatTheBacklogHoldsWhateverTheHistory() {
         long smallCost = Plans.statsReadBuffers(small, QUEUE, 0, false);
@@ -90,8 +96,7 @@ class StatsCostIT {
         long quietLarge = Plans.buffersTouched(large.readyLongerThan, QUEUE, 0, HOUR_US);
         // Something late at once: the first band's first due entry answers.
         long lateLarge = Plans.buffersTouched(large.readyLongerThan, QUEUE, 0, 0L);
-        long backlogPages = TestDatabase.queryLong("SELECT count(DISTINCT (ctid::text::point)[0]) FROM "
-                + large.table + " WHERE queue_name = $1 AND completed_at IS NULL", QUEUE);
+        long backlogPages = backlogPages(large);
         System.out.printf("health check buffers: %d and %d when nothing is late, %d when something is;"
                 + " the backlog's heap pages %d%n", quietSmall, quietLarge, lateLarge, backlogPages);
 
@@ -113,8 +118,7 @@ class StatsCostIT {
     void theStatsReadVisitsEachPageOfTheBacklogOnceNotEachRow() {
         long read = Plans.statsReadBuffers(large, QUEUE, 0, false);
         long inIndexOrder = Plans.statsReadBuffers(large, QUEUE, 0, true);
-        long pages = TestDatabase.queryLong("SELECT count(DISTINCT (ctid::text::point)[0]) FROM " + large.table
-                + " WHERE queue_name = $1 AND completed_at IS NULL", QUEUE);
+        long pages = backlogPages(large);
         System.out.printf("stats read buffers: %d for %d pending rows on %d pages; %d in index order%n",
                 read, PENDING, pages, inIndexOrder);
 

@@ -83,6 +83,11 @@ SELECT
 FROM (SELECT leased.*, row_number() OVER (ORDER BY leased.item_key) AS n FROM leased) AS l
 CROSS JOIN (SELECT array_agg(due.lease_until ORDER BY due.item_key) AS leases FROM due) AS d
 
+-- fragment: claim_limit
+-- The most items a claim leases, read in a subquery for the reason claim's note on plans gives.
+
+(SELECT :limit::int)
+
 -- fragment: due_from_head
 -- "due" read from the head of the due index, in exact claim order.
 
@@ -92,7 +97,7 @@ due AS MATERIALIZED (
     WHERE queue_name = {{this_queue}} AND {{due}} {{skip_completing}}
         AND NOT {{queue_paused}}
     ORDER BY {{claim_order}}
-    LIMIT (SELECT :limit::int)
+    LIMIT {{claim_limit}}
     FOR UPDATE SKIP LOCKED
 ),
 
@@ -118,10 +123,10 @@ due AS MATERIALIZED (
             AND {{due}} {{skip_completing}}
             AND NOT {{queue_paused}}
         ORDER BY available_at, item_key
-        LIMIT (SELECT :limit::int)
+        LIMIT {{claim_limit}}
         FOR UPDATE SKIP LOCKED
     ) AS d
-    LIMIT (SELECT :limit::int)
+    LIMIT {{claim_limit}}
 ),
 
 -- fragment: claim_alone
@@ -151,7 +156,7 @@ NULL::bigint[]
 -- since one statement sees one snapshot, in which they still look due; and gate the scan on
 -- "done", so it cannot start before the completion has run.
 
-AND item_key NOT IN (SELECT unnest((SELECT :keys::text[]))) AND (SELECT count(*) FROM done) >= 0
+AND item_key NOT IN (SELECT unnest({{these_keys}})) AND (SELECT count(*) FROM done) >= 0
 
 -- fragment: done_count
 -- How many items the completion completed.

@@ -37,6 +37,13 @@
 
 (SELECT :queue::text)
 
+-- fragment: these_keys
+-- The :keys a statement writes, as the key-locking writers and a completing claim read them: in a
+-- subquery, as this_queue reads the queue's name, so that a plan made for one batch looks no
+-- better to the server than the generic plan it then keeps (see claim.sql's note on plans).
+
+(SELECT :keys::text[])
+
 -- fragment: due
 -- What a claim hands out, and what stats().ready counts: the same text in both. Never-leased
 -- and released rows have lease_until = 'epoch' (rows a complete handed back, {{handed_back}},

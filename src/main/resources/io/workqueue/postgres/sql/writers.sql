@@ -12,13 +12,12 @@
 -- fragment: lock_named
 -- The lock-ordering CTE "target" of every writer that waits for row locks: it reaches the rows
 -- :keys names in primary-key order and locks them in that order. {{which_rows}} narrows it to
--- pending_rows or leaves it at any_rows. The keys are read in a subquery, for a generic plan (see
--- claim.sql's first note).
+-- pending_rows or leaves it at any_rows.
 
 target AS MATERIALIZED (
     SELECT queue_name, item_key, requested_at, lease_until
     FROM {{table}}
-    WHERE queue_name = {{this_queue}} AND item_key = ANY((SELECT :keys::text[])::text[]){{which_rows}}
+    WHERE queue_name = {{this_queue}} AND item_key = ANY({{these_keys}}::text[]){{which_rows}}
     ORDER BY item_key
     FOR UPDATE
 )
