@@ -159,7 +159,7 @@ public final class Fleet {
             m.put("drain_batch", batch);
             m.put("drain_processes", processes);
             m.put("drain_repeat", repeat);
-            m.put("drain_member_warmup_items", warmup);
+            m.put("drain_member_warmup_items_per_round", warmup);
             m.put("peer_repeat", peerRepeat);
             m.put("peer_total_concurrency", peerConcurrency);
             m.put("tx_callers", txCallers);
@@ -187,7 +187,8 @@ public final class Fleet {
                   --only a,b / --skip a,b  scenarios: drain, txenqueue, housekeeping, wake (the peer runs inside drain)
                   --n N (200000)           drain preload         --workers W (16) total    --batch B (100)
                   --processes 1,2,4        --repeat R (3)        --peer-repeat R (2)      --peer-concurrency C (24, total)
-                  --warmup N (20000)       items each member drains on a table of its own before the clock starts
+                  --warmup N (20000)       items of each warm-up round a member drains on a table of its own before the
+                                           clock starts; rounds repeat until its JIT settles (0: no warm-up)
                   --tx-callers C (32)      --tx-seconds S (10)   --tx-rounds R (3 per mode, alternating)
                   --hk-processes 1,8       --hk-pending N (100000) --hk-completed N (1000000)
                   --hk-interval-ms I (5000) --hk-intervals K (12)
@@ -324,9 +325,11 @@ public final class Fleet {
                 members disconnect. Members keep their pools open until then for this reason.
 
                 1. **Drain** (`Fleet`, `FleetMember drain`): the table is emptied, N keys inserted by SQL and VACUUM
-                   ANALYZEd. P member JVMs start, each with a pool of W/P + 1 connections, and drain a warm-up backlog of
-                   their own on another table so the JIT is warm; once all are ready the parent reads the CPU counters and
-                   sends `go`. Each member runs W/P `process()` workers (`concurrency = claimBatch = B`, no-op handler).
+                   ANALYZEd. P member JVMs start, each with a pool of W/P + 1 connections, and drain warm-up backlogs of
+                   their own on another table, round after round until their JIT has settled (it compiled for at most 5 %
+                   of the last round; at most 30 rounds or 100 s): with one round, the compiler threads of four members
+                   took a third of the machine during the measured drain. Each run reports the members' compile time
+                   during it. Once all are ready the parent reads the CPU counters and sends `go`. Each member runs W/P `process()` workers (`concurrency = claimBatch = B`, no-op handler).
                    When the members' reported completions add up to N the parent sends `stop` (`process()`'s graceful stop),
                    and reads the counters again. items/s = items ÷ (latest completion any member saw − `go`), on the
                    machine's clock; "table" is the suite's Drain formula (completed rows ÷ last `completed_at` − server

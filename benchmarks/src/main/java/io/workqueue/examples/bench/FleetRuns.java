@@ -42,7 +42,7 @@ final class FleetRuns {
 
     /** One drain by P members: library or peer. */
     record DrainRun(String who, int processes, int repeat, long items, double seconds, double tableSeconds,
-            CpuMeter.Use cpu, double sessionSeconds) {
+            CpuMeter.Use cpu, double sessionSeconds, MembersJit jit) {
         double itemsPerSecond() {
             return seconds > 0 ? items / seconds : Double.NaN;
         }
@@ -93,6 +93,8 @@ final class FleetRuns {
             row.put("own_sessions_cpu_us_per_item", Bench.round(run.sessionMicrosPerItem(), 1));
             row.put("client_cpu_us_per_item", Bench.round(run.cpu().clientSeconds() * 1e6 / Math.max(1, run.items()), 1));
             row.put("machine_busy", Bench.round(run.cpu().machineBusy(), 3));
+            row.put("members_warmup_rounds", run.jit().warmupRounds());
+            row.put("members_jit_ms_during_run", run.jit().duringRun());
             rows.add(row);
         }
         Report.csv(out(o, "drain.csv"), rows);
@@ -156,6 +158,7 @@ final class FleetRuns {
 
     private DrainRun libraryDrain(Fleet.Options o, int p, int repeat) throws Exception {
         db.preload(Fleet.PREFIX, Fleet.QUEUE, o.n);
+        db.exec("TRUNCATE " + WorkQueueMigrations.tableName(Fleet.WARM_PREFIX));
         List<Fleet.Member> members = new ArrayList<>();
         for (int i = 0; i < p; i++) {
             members.add(new Fleet.Member("lib-" + p + "." + i, Fleet.javaMember(database, "drain", p + "." + i,
@@ -170,7 +173,8 @@ final class FleetRuns {
                         + " FROM " + table + " WHERE queue_name = '" + Fleet.QUEUE + "' AND completed_at IS NOT NULL",
                 row -> new double[] {row.get(0, Double.class), row.get(1, Double.class)});
         double tableSeconds = table2.get(0)[1] - m.serverGo;
-        DrainRun run = new DrainRun("library", p, repeat, (long) table2.get(0)[0], m.seconds, tableSeconds, m.cpu, m.sessionSeconds);
+        DrainRun run = new DrainRun("library", p, repeat, (long) table2.get(0)[0], m.seconds, tableSeconds, m.cpu, m.sessionSeconds,
+                MembersJit.of(m.reports));
         print(run);
         return run;
     }
@@ -200,7 +204,8 @@ final class FleetRuns {
             System.out.println("  peer graphile-worker SKIPPED: its workers did not start");
             return null;
         }
-        DrainRun run = new DrainRun("graphile-worker", p, repeat, m.completed, m.seconds, Double.NaN, m.cpu, m.sessionSeconds);
+        DrainRun run = new DrainRun("graphile-worker", p, repeat, m.completed, m.seconds, Double.NaN, m.cpu, m.sessionSeconds,
+                MembersJit.NONE);
         print(run);
         return run;
     }
@@ -217,11 +222,33 @@ final class FleetRuns {
 
     private static void print(DrainRun run) {
         System.out.printf(Locale.ROOT, "  drain %-15s P=%d #%d %8d items in %6.2f s = %8.0f items/s (table %s);"
-                        + " server %5.1f µs/item (own sessions %5.1f), client %5.1f µs/item, machine %3.0f%% busy%n",
+                        + " server %5.1f µs/item (own sessions %5.1f), client %5.1f µs/item, machine %3.0f%% busy%s%n",
                 run.who(), run.processes(), run.repeat(), run.items(), run.seconds(), run.itemsPerSecond(),
                 Double.isNaN(run.tableSeconds()) ? "—" : String.format(Locale.ROOT, "%.0f", run.items() / run.tableSeconds()),
                 run.serverMicrosPerItem(), run.sessionMicrosPerItem(),
-                run.cpu().clientSeconds() * 1e6 / Math.max(1, run.items()), 100 * run.cpu().machineBusy());
+                run.cpu().clientSeconds() * 1e6 / Math.max(1, run.items()), 100 * run.cpu().machineBusy(),
+                run.jit().duringRun().isEmpty() ? "" : "; members' JIT compiling " + run.jit().duringRun() + " ms during it,"
+                        + " after " + run.jit().warmupRounds() + " warm-up rounds");
+    }
+
+    /**
+     * What the library members' JIT did: the most warm-up rounds any member needed before its JIT
+     * settled, and the compile time all members spent during the measured drain, in milliseconds
+     * ({@link FleetMember#JIT_SETTLED_SHARE}; the JVM's elapsed compile time, which on a busy machine
+     * includes a compiler thread's waits for a core); both empty for the peer.
+     */
+    record MembersJit(String warmupRounds, String duringRun) {
+        static final MembersJit NONE = new MembersJit("", "");
+
+        static MembersJit of(List<Map<String, Object>> reports) {
+            long rounds = 0;
+            long during = 0;
+            for (Map<String, Object> r : reports) {
+                rounds = Math.max(rounds, r.get("warmup_rounds") instanceof Number n ? n.longValue() : 0);
+                during += r.get("jit_ms_during_run") instanceof Number n ? n.longValue() : 0;
+            }
+            return new MembersJit(Long.toString(rounds), Long.toString(during));
+        }
     }
 
     /** What a measured stretch of members' work came to. */
