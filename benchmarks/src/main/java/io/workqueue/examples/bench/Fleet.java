@@ -73,6 +73,13 @@ public final class Fleet {
         int txCallers = 32;
         int txSeconds = 10;
         int txRounds = 3;
+        /**
+         * How long the transactional-enqueue consumer gathers handed-out keys before completing them
+         * (at most 100 at once): 50 ms, as the README's claimStream snippet does. Until 2026-12-06 it
+         * was 5 ms, a complete statement (and its commit) per few keys; the same session measured
+         * the channel at 0.62× of no channel with 5 ms and 0.84× with 50 ms (fleet/ANALYSIS.md).
+         */
+        int txCompleteMillis = 50;
         List<Integer> hkProcesses = List.of(1, 8);
         int hkPending = 100_000;
         int hkCompleted = 1_000_000;
@@ -116,6 +123,7 @@ public final class Fleet {
                     case "--tx-callers" -> o.txCallers = Integer.parseInt(args[++i]);
                     case "--tx-seconds" -> o.txSeconds = Integer.parseInt(args[++i]);
                     case "--tx-rounds" -> o.txRounds = Integer.parseInt(args[++i]);
+                    case "--tx-complete-ms" -> o.txCompleteMillis = Integer.parseInt(args[++i]);
                     case "--hk-processes" -> o.hkProcesses = ints(args[++i]);
                     case "--hk-pending" -> o.hkPending = Integer.parseInt(args[++i]);
                     case "--hk-completed" -> o.hkCompleted = Integer.parseInt(args[++i]);
@@ -165,6 +173,7 @@ public final class Fleet {
             m.put("tx_callers", txCallers);
             m.put("tx_seconds_per_round", txSeconds);
             m.put("tx_rounds_per_mode", txRounds);
+            m.put("tx_consumer_completes_every_ms", txCompleteMillis);
             m.put("hk_processes", hkProcesses);
             m.put("hk_pending", hkPending);
             m.put("hk_completed", hkCompleted);
@@ -190,6 +199,7 @@ public final class Fleet {
                   --warmup N (20000)       items of each warm-up round a member drains on a table of its own before the
                                            clock starts; rounds repeat until its JIT settles (0: no warm-up)
                   --tx-callers C (32)      --tx-seconds S (10)   --tx-rounds R (3 per mode, alternating)
+                  --tx-complete-ms M (50)  how long the consumer gathers handed-out keys before completing them
                   --hk-processes 1,8       --hk-pending N (100000) --hk-completed N (1000000)
                   --hk-interval-ms I (5000) --hk-intervals K (12)
                   --wake-samples S (1000)  --wake-gap-ms G (10)
@@ -342,7 +352,8 @@ public final class Fleet {
                    S seconds. Rounds alternate between a queue configured with a notify channel and one without (a fresh
                    queue name each round, same table), after an unrecorded warm-up round of each. In every round a
                    `claimStream` on a second instance, wired to a `PgNotificationListener` on the channel, with
-                   `minWakeInterval` 1 ms and a 1 s poll, consumes the keys and completes them; the latency of a key is
+                   `minWakeInterval` 1 ms and a 1 s poll, consumes the keys and completes them (gathered for 50 ms, at
+                   most 100 at once, as the README's `claimStream` snippet does; `--tx-complete-ms`); the latency of a key is
                    from the moment its enqueuer's `COMMIT` returned to the moment the stream handed it out, both on this
                    JVM's clock. Without a channel nothing wakes the stream but its poll and its own follow-up claims.
                 3. **Housekeeping** (`FleetMember housekeep`): a queue with P pending keys and H completed rows whose

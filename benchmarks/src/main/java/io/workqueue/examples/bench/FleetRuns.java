@@ -430,7 +430,8 @@ final class FleetRuns {
         results.put("txenqueue", summary);
         t.note("Each transaction: BEGIN; INSERT INTO " + Fleet.BUSINESS_TABLE + "; enqueue(connection, [one entry]); COMMIT,"
                 + " on its own pooled connection, back to back. The consumer (claimStream, minWakeInterval 1 ms, poll 1 s,"
-                + " listener on the channel) runs in every mode; without a channel only its poll and follow-up claims find work."
+                + " listener on the channel; it completes what it was handed every " + o.txCompleteMillis + " ms, at most 100"
+                + " keys at once) runs in every mode; without a channel only its poll and follow-up claims find work."
                 + " The third mode polls every 10 ms instead: it consumes about as promptly as the channel does, with no"
                 + " NOTIFY at all, so channel ÷ polling is what the notifications cost beyond prompt consumption. The"
                 + " fourth sends them (the producer's queue has the channel) but its consumer polls every 10 ms and does"
@@ -470,7 +471,7 @@ final class FleetRuns {
         Map<String, Long> handedOutAt = new ConcurrentHashMap<>();
         Disposable consuming = consumer.claimStream(Duration.ofMinutes(1), mode.poll)
                 .doOnNext(item -> handedOutAt.putIfAbsent(item.key(), System.nanoTime()))
-                .bufferTimeout(100, Duration.ofMillis(5), true)
+                .bufferTimeout(100, Duration.ofMillis(o.txCompleteMillis), true)
                 .concatMap(items -> consumer.complete(items.stream().map(Item::key).toList()), 1)
                 .subscribe(n -> { }, e -> System.err.println("tx consumer failed: " + e));
         Mono.delay(Duration.ofMillis(300)).block(); // the stream's first claim and wait, the listener's session
