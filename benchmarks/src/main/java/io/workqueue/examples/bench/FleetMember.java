@@ -32,10 +32,10 @@ import reactor.core.scheduler.Schedulers;
  * and read the server's CPU while the members' sessions are still open.
  *
  * <p>The conversation, one line each way: the member sets up (and warms its JIT up on a table of its
- * own, until the JIT settles) and prints {@code ready}; on {@code go} it starts working, printing {@code progress N} (items
- * done so far) at most every 20 ms; on {@code stop}, or when its work is over, it finishes what it
- * has in hand and prints {@code done {json}}; on {@code exit} (or end of input) it closes its
- * sessions and exits. Graphile Worker's member ({@code peers/graphile-worker/fleet.mjs}) speaks
+ * own, until the JIT settles) and prints {@code ready}; on {@code go} it starts working, printing
+ * {@code progress N} (items done so far) at most every 20 ms; on {@code stop}, or when its work is
+ * over, it finishes what it has in hand and prints {@code done {json}}; on {@code exit} (or end of
+ * input) it closes its sessions and exits. Graphile Worker's member ({@code peers/graphile-worker/fleet.mjs}) speaks
  * the same lines.
  *
  * <p>Roles: {@code drain ID WORKERS BATCH PREFIX QUEUE WARMUP} runs WORKERS {@code process()}
@@ -160,9 +160,10 @@ public final class FleetMember {
     /**
      * Drains backlogs of {@code n} keys of its own, on a table of its own, with the measured
      * options and the measured statements (completed rows are kept, as in the measured drain; the
-     * parent empties the table before each run), round after round until the JIT has settled (it compiled for at most
-     * {@link #JIT_SETTLED_SHARE} of the last round), so the library's paths are compiled before the
-     * parent starts the clock and the compiler threads do not compete with the server during it.
+     * parent empties the table before each run), round after round until the JIT has settled (it
+     * compiled for at most {@link #JIT_SETTLED_SHARE} of the last round), so the library's paths are
+     * compiled before the parent starts the clock and the compiler threads do not compete with the
+     * server during it.
      */
     private static WarmUp warmUp(ConnectionPool pool, int workers, int batch, WorkerOptions options, int n, String id) {
         long jitBefore = jitMillis();
