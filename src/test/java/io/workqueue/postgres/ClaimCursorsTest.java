@@ -109,8 +109,7 @@ class ClaimCursorsTest {
     void bandsReadToTheirEndMoveToTheClaimsNowLessTheSlack() {
         ClaimCursors cursors = lookedAt(new Integer[] {5, 0}, new Long[] {NOW - 9_000_000, NOW - 8_000_000});
         cursors.claimed(cursors.plan(0), 10, new Integer[] {5, 0}, new Long[] {NOW - 9_000_000, NOW - 8_000_000},
-                new String[] {"k1", "k2"},
-                NOW, 0);
+                new String[] {"k1", "k2"}, NOW, 0);
         assertEquals(Map.of(5, NOW - SLACK, 0, NOW - SLACK), cursors.snapshot());
     }
 
@@ -120,7 +119,7 @@ class ClaimCursorsTest {
                 new Long[] {NOW - 30_000_000, NOW - 20_000_000, NOW - 40_000_000});
         cursors.claimed(cursors.plan(0), 3, new Integer[] {9, 5, 5},
                 new Long[] {NOW - 30_000_000, NOW - 20_000_000, NOW - 10_000_000},
-                        new String[] {"k1", "k2", "k3"}, NOW, 0);
+                new String[] {"k1", "k2", "k3"}, NOW, 0);
         assertEquals(Map.of(9, NOW - SLACK, 5, NOW - 10_000_000, 0, NOW - 40_000_000), cursors.snapshot());
     }
 

@@ -336,10 +336,11 @@ public final class Fleet {
 
                 1. **Drain** (`Fleet`, `FleetMember drain`): the table is emptied, N keys inserted by SQL and VACUUM
                    ANALYZEd. P member JVMs start, each with a pool of W/P + 1 connections, and drain warm-up backlogs of
-                   their own on another table, round after round until their JIT has settled (it compiled for at most 5 %
-                   of the last round; at most 30 rounds or 100 s): with one round, the compiler threads of four members
-                   took a third of the machine during the measured drain. Each run reports the members' compile time
-                   during it. Once all are ready the parent reads the CPU counters and sends `go`. Each member runs W/P `process()` workers (`concurrency = claimBatch = B`, no-op handler).
+                   their own on another table, round after round until their JIT has settled (it compiled for at most
+                   %d %% of the last round; at most %d rounds or %d s): with one round, the compiler threads of four
+                   members took a third of the machine during the measured drain. Each run reports the members'
+                   compile time during it. Once all are ready the parent reads the CPU counters and sends `go`. Each
+                   member runs W/P `process()` workers (`concurrency = claimBatch = B`, no-op handler).
                    When the members' reported completions add up to N the parent sends `stop` (`process()`'s graceful stop),
                    and reads the counters again. items/s = items ÷ (latest completion any member saw − `go`), on the
                    machine's clock; "table" is the suite's Drain formula (completed rows ÷ last `completed_at` − server
@@ -352,8 +353,8 @@ public final class Fleet {
                    S seconds. Rounds alternate between a queue configured with a notify channel and one without (a fresh
                    queue name each round, same table), after an unrecorded warm-up round of each. In every round a
                    `claimStream` on a second instance, wired to a `PgNotificationListener` on the channel, with
-                   `minWakeInterval` 1 ms and a 1 s poll, consumes the keys and completes them (gathered for 50 ms, at
-                   most 100 at once, as the README's `claimStream` snippet does; `--tx-complete-ms`); the latency of a key is
+                   `minWakeInterval` 1 ms and a 1 s poll, consumes the keys and completes them (gathered for %d ms,
+                   at most 100 at once; the README's `claimStream` snippet gathers for 50); the latency of a key is
                    from the moment its enqueuer's `COMMIT` returned to the moment the stream handed it out, both on this
                    JVM's clock. Without a channel nothing wakes the stream but its poll and its own follow-up claims.
                 3. **Housekeeping** (`FleetMember housekeep`): a queue with P pending keys and H completed rows whose
@@ -369,7 +370,8 @@ public final class Fleet {
 
                 Files: [results.json](results.json) (everything), [drain.csv](drain.csv), [txenqueue.csv](txenqueue.csv),
                 [housekeeping.csv](housekeeping.csv), [wake.csv](wake.csv).
-                """);
+                """.formatted(Math.round(FleetMember.JIT_SETTLED_SHARE * 100), FleetMember.MAX_WARMUP_ROUNDS,
+                FleetMember.MAX_WARMUP.toSeconds(), o.txCompleteMillis));
         Files.writeString(o.out.resolve("README.md"), md);
     }
 

@@ -35,8 +35,8 @@ import reactor.core.scheduler.Schedulers;
  * own, until the JIT settles) and prints {@code ready}; on {@code go} it starts working, printing
  * {@code progress N} (items done so far) at most every 20 ms; on {@code stop}, or when its work is
  * over, it finishes what it has in hand and prints {@code done {json}}; on {@code exit} (or end of
- * input) it closes its sessions and exits. Graphile Worker's member ({@code peers/graphile-worker/fleet.mjs}) speaks
- * the same lines.
+ * input) it closes its sessions and exits. Graphile Worker's member
+ * ({@code peers/graphile-worker/fleet.mjs}) speaks the same lines.
  *
  * <p>Roles: {@code drain ID WORKERS BATCH PREFIX QUEUE WARMUP} runs WORKERS {@code process()}
  * workers of concurrency and claim batch BATCH, with no-op handlers, until {@code stop};
@@ -99,7 +99,7 @@ public final class FleetMember {
         ConnectionPool pool = db.pool(app, workers + 1);
         WorkerOptions options = WorkerOptions.builder().concurrency(batch).claimBatch(batch).lease(Drain.LEASE)
                 .poll(Drain.POLL).build();
-        WarmUp warm = warmup > 0 ? warmUp(pool, workers, batch, options, warmup, id) : new WarmUp(0, 0);
+        int warmupRounds = warmup > 0 ? warmUp(pool, workers, batch, options, warmup, id) : 0;
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
                 .config(WorkQueueConfig.builder(queueName).tablePrefix(prefix).maxClaimBatch(Math.max(500, batch)).build())
                 .build();
@@ -129,8 +129,7 @@ public final class FleetMember {
         Map<String, Object> report = new LinkedHashMap<>();
         report.put("member", id);
         report.put("completed", done.get());
-        report.put("warmup_rounds", warm.rounds());
-        report.put("warmup_jit_ms", warm.jitMillis());
+        report.put("warmup_rounds", warmupRounds);
         report.put("jit_ms_during_run", jitDuringRun);
         report.put("began_epoch_us", began);
         report.put("last_completion_epoch_us", lastMicros.get());
@@ -140,9 +139,6 @@ public final class FleetMember {
         queue.close().block(Duration.ofSeconds(30));
         pool.disposeLater().block(Duration.ofSeconds(30));
     }
-
-    /** How a member's warm-up went: rounds drained and the JIT's compile time over them. */
-    record WarmUp(int rounds, long jitMillis) {}
 
     /**
      * Warm-up rounds stop once the JIT spent at most this share of a round's wall time compiling.
@@ -163,10 +159,9 @@ public final class FleetMember {
      * parent empties the table before each run), round after round until the JIT has settled (it
      * compiled for at most {@link #JIT_SETTLED_SHARE} of the last round), so the library's paths are
      * compiled before the parent starts the clock and the compiler threads do not compete with the
-     * server during it.
+     * server during it. Returns how many rounds it drained.
      */
-    private static WarmUp warmUp(ConnectionPool pool, int workers, int batch, WorkerOptions options, int n, String id) {
-        long jitBefore = jitMillis();
+    private static int warmUp(ConnectionPool pool, int workers, int batch, WorkerOptions options, int n, String id) {
         long deadline = System.nanoTime() + MAX_WARMUP.toNanos();
         int rounds = 0;
         boolean settled = false;
@@ -178,7 +173,7 @@ public final class FleetMember {
             double roundMillis = (System.nanoTime() - roundStart) / 1e6;
             settled = jitMillis() - jitAtStart <= JIT_SETTLED_SHARE * roundMillis;
         }
-        return new WarmUp(rounds, jitMillis() - jitBefore);
+        return rounds;
     }
 
     private static void warmUpRound(ConnectionPool pool, int workers, int batch, WorkerOptions options, int n, String id) {
