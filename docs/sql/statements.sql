@@ -1269,14 +1269,19 @@ WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL;
 -- each band, only the entries available before the threshold, in order, stopping
 -- at the first that has been ready longer than it. What it reads past is items
 -- that are leased or out of attempts: in flight, not history.
+-- The loose scan finds each band at its tail, lowest band first (the index holds
+-- priorities descending, so this reads it backwards): a band's head is where
+-- claims take and completions leave dead entries until VACUUM cleans the index,
+-- which it skips while they sit on under 2 % of the table's pages, as they do
+-- beside a long history; its tail is where enqueues add live ones.
 WITH RECURSIVE bands AS (
     (SELECT priority FROM work_queue_items
      WHERE queue_name = (SELECT $1::text) AND completed_at IS NULL
-     ORDER BY priority DESC LIMIT 1)
+     ORDER BY priority LIMIT 1)
     UNION ALL
     SELECT (SELECT q.priority FROM work_queue_items AS q
-            WHERE q.queue_name = (SELECT $1::text) AND q.completed_at IS NULL AND q.priority < bands.priority
-            ORDER BY q.priority DESC LIMIT 1)
+            WHERE q.queue_name = (SELECT $1::text) AND q.completed_at IS NULL AND q.priority > bands.priority
+            ORDER BY q.priority LIMIT 1)
     FROM bands
     WHERE bands.priority IS NOT NULL
 )
