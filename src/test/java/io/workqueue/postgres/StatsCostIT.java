@@ -24,6 +24,8 @@ class StatsCostIT {
     private static final int LARGE_HISTORY = 400_000;
     /** Microseconds: an hour, which no pending row here has been ready for. */
     private static final long HOUR_US = 3_600_000_000L;
+    /** Items completed at the head of each band of the churned queue. */
+    private static final int CHURNED_PER_BAND = 10_000;
 
     /** The read {@code stats()} ran before: every row of the queue, history included. */
     private static final String EXACT_COUNTS = """
@@ -146,8 +148,6 @@ class StatsCostIT {
         assertTrue(fromHeads > 8 * churnedCost, "entered at their heads, the bands cost a walk across the dead"
                 + " entries (" + fromHeads + " buffers), which is what the check avoids (" + churnedCost + ")");
     }
-
-    private static final int CHURNED_PER_BAND = 10_000;
 
     /**
      * A queue of three bands of {@code CHURNED_PER_BAND + 1,000} pending items each, available over
