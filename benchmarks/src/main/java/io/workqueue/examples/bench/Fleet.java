@@ -80,6 +80,8 @@ public final class Fleet {
          * the channel at 0.62× of no channel with 5 ms and 0.84× with 50 ms (fleet/ANALYSIS.md).
          */
         int txCompleteMillis = 50;
+        /** The transactional-enqueue phase's modes, in the order their rounds rotate through. */
+        List<FleetRuns.TxMode> txModes = List.of(FleetRuns.TxMode.values());
         List<Integer> hkProcesses = List.of(1, 8);
         int hkPending = 100_000;
         int hkCompleted = 1_000_000;
@@ -124,6 +126,7 @@ public final class Fleet {
                     case "--tx-seconds" -> o.txSeconds = Integer.parseInt(args[++i]);
                     case "--tx-rounds" -> o.txRounds = Integer.parseInt(args[++i]);
                     case "--tx-complete-ms" -> o.txCompleteMillis = Integer.parseInt(args[++i]);
+                    case "--tx-modes" -> o.txModes = FleetRuns.TxMode.parseAll(args[++i]);
                     case "--hk-processes" -> o.hkProcesses = ints(args[++i]);
                     case "--hk-pending" -> o.hkPending = Integer.parseInt(args[++i]);
                     case "--hk-completed" -> o.hkCompleted = Integer.parseInt(args[++i]);
@@ -174,6 +177,7 @@ public final class Fleet {
             m.put("tx_seconds_per_round", txSeconds);
             m.put("tx_rounds_per_mode", txRounds);
             m.put("tx_consumer_completes_every_ms", txCompleteMillis);
+            m.put("tx_modes", txModes.stream().map(mode -> mode.key).toList());
             m.put("hk_processes", hkProcesses);
             m.put("hk_pending", hkPending);
             m.put("hk_completed", hkCompleted);
@@ -200,6 +204,7 @@ public final class Fleet {
                                            clock starts; rounds repeat until its JIT settles (0: no warm-up)
                   --tx-callers C (32)      --tx-seconds S (10)   --tx-rounds R (3 per mode, alternating)
                   --tx-complete-ms M (50)  how long the consumer gathers handed-out keys before completing them
+                  --tx-modes a,b           of none, channel, channel_floor_10ms, polling, unheard (all)
                   --hk-processes 1,8       --hk-pending N (100000) --hk-completed N (1000000)
                   --hk-interval-ms I (5000) --hk-intervals K (12)
                   --wake-samples S (1000)  --wake-gap-ms G (10)
@@ -350,10 +355,10 @@ public final class Fleet {
                    Runs interleave (library P=1, peer P=1, library P=2, …) and repeat; medians are reported.
                 2. **Transactional enqueue** (`FleetRuns.transactionalEnqueue`): C loops, each on a pooled connection:
                    `BEGIN; INSERT INTO fleet_business …; queue.enqueue(connection, [one entry]); COMMIT`, back to back for
-                   S seconds. Rounds alternate between a queue configured with a notify channel and one without (a fresh
-                   queue name each round, same table), after an unrecorded warm-up round of each. In every round a
-                   `claimStream` on a second instance, wired to a `PgNotificationListener` on the channel, with
-                   `minWakeInterval` 1 ms and a 1 s poll, consumes the keys and completes them (gathered for %d ms,
+                   S seconds. Rounds rotate through the modes of the table (a fresh queue name each round, same table),
+                   after an unrecorded warm-up round of each. In every round a `claimStream` on a second instance, wired
+                   to a `PgNotificationListener` on the channel, with `minWakeInterval` 1 ms (10 ms on both queues in the
+                   mode that says so) and a 1 s poll, consumes the keys and completes them (gathered for %d ms,
                    at most 100 at once; the README's `claimStream` snippet gathers for 50); the latency of a key is
                    from the moment its enqueuer's `COMMIT` returned to the moment the stream handed it out, both on this
                    JVM's clock. Without a channel nothing wakes the stream but its poll and its own follow-up claims.
