@@ -130,7 +130,7 @@ public final class PgNotificationListener {
      * @return a hot {@code Flux} of notifications
      */
     public Flux<Notification> notifications() {
-        return notifications.asFlux().doOnSubscribe(s -> start());
+        return startingOnceSubscribed(notifications.asFlux());
     }
 
     /**
@@ -143,7 +143,21 @@ public final class PgNotificationListener {
      * @return a hot {@code Flux} of wakeups
      */
     public Flux<Object> wakeups() {
-        return wakeups.asFlux().doOnSubscribe(s -> start());
+        return startingOnceSubscribed(wakeups.asFlux());
+    }
+
+    /**
+     * {@code hot}, starting the session once the subscriber is registered with it. The sinks
+     * register a subscriber only after its {@code onSubscribe} has returned, so a session started
+     * from there (as {@code doOnSubscribe} would) can be established first, on a driver thread,
+     * while a slow subscribing thread is still inside it: the subscriber that started the session
+     * then never hears {@link #SESSION_ESTABLISHED}.
+     */
+    private <T> Flux<T> startingOnceSubscribed(Flux<T> hot) {
+        return Flux.from(subscriber -> {
+            hot.subscribe(subscriber);
+            start();
+        });
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.workqueue.notify;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -16,11 +17,14 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.reactivestreams.Subscription;
 import reactor.core.Disposable;
+import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -238,6 +242,52 @@ class PgNotificationListenerIT {
         assertEquals(1, completed.get());
         Poll.until(TIMEOUT, "backend gone", () -> TestDatabase.queryLong(
                 "SELECT count(*) FROM pg_stat_activity WHERE query = $1", "LISTEN " + channel) == 0);
+    }
+
+    /**
+     * The subscriber whose subscription starts the session hears it established, however long its
+     * subscribing takes. A test thread on a loaded machine can be held up inside
+     * {@code onSubscribe} for milliseconds; the sink registers a subscriber only after that
+     * returns, so a session started from {@code onSubscribe} could come up first and its
+     * {@code SESSION_ESTABLISHED} go to nobody (a fault test waited 30 s for it in a CI-like run).
+     * This subscriber stays in {@code onSubscribe} until the session delivers notifications, or two
+     * seconds if it never starts meanwhile.
+     */
+    @Test
+    void theSubscriberThatStartsTheSessionHearsItEstablishedHoweverSlowlyItSubscribes() {
+        String channel = uniqueChannel();
+        PgNotificationListener listener = listener(channel);
+        AtomicInteger sessions = new AtomicInteger();
+        AtomicBoolean upWhileSubscribing = new AtomicBoolean();
+        BaseSubscriber<Object> slow = new BaseSubscriber<>() {
+            @Override
+            protected void hookOnSubscribe(Subscription subscription) {
+                request(Long.MAX_VALUE);
+                upWhileSubscribing.set(Poll.whether(Duration.ofSeconds(2), () -> delivers(listener)));
+            }
+
+            @Override
+            protected void hookOnNext(Object wakeup) {
+                if (wakeup == PgNotificationListener.SESSION_ESTABLISHED) {
+                    sessions.incrementAndGet();
+                }
+            }
+        };
+        subscriptions.add(slow);
+        listener.wakeups().subscribe(slow);
+
+        Poll.until(TIMEOUT, "the first subscriber hears its session established", () -> sessions.get() == 1);
+        assertFalse(upWhileSubscribing.get(), "the session starts once its first subscriber is registered, not before");
+    }
+
+    /** Whether the listener has a session that delivers what other sessions send. */
+    private static boolean delivers(PgNotificationListener listener) {
+        try {
+            listener.verifyDelivery(Duration.ofMillis(500)).block(Duration.ofSeconds(5));
+            return true;
+        } catch (RuntimeException noSessionYet) {
+            return false;
+        }
     }
 
     @Test

@@ -49,6 +49,21 @@ public final class Poll {
     }
 
     /**
+     * Waits up to {@code window} for {@code condition}; whether it came. For a test that must go on
+     * either way (a wait that the code under test may or may not let end).
+     */
+    public static boolean whether(Duration window, BooleanSupplier condition) {
+        long end = System.nanoTime() + window.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - end > 0) {
+                return false;
+            }
+            pause();
+        }
+        return true;
+    }
+
+    /**
      * Checks that {@code condition} keeps holding for the whole {@code window}. Only for absences,
      * which no event can announce (nothing more is claimed after a cancel).
      */
