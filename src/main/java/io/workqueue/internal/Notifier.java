@@ -7,7 +7,11 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,7 +50,14 @@ import reactor.core.scheduler.Scheduler;
  *
  * <p>At most {@link #MAX_AWAITED} transactions are awaited at once; beyond that the oldest is
  * forgotten (its wakeup is left to the poll). One statement at a time, on the timer given and the
- * driver's threads; nothing blocks. Thread-safe.
+ * driver's threads; nothing blocks.
+ *
+ * <p>Thread-safe without a lock: every change of state is an event, and events run one at a time,
+ * in the order they were queued, on whichever calling thread finds none running; a thread that
+ * finds one running queues its event and returns. Writes are handed over from the driver's event
+ * loops, and starting a tick (taking a connection, writing its statement) is work on the thread
+ * that drives it: behind a lock, an event loop would wait for that work on another thread, and for
+ * that thread to be scheduled again (on a busy machine, milliseconds).
  */
 public final class Notifier {
     private static final Logger log = LoggerFactory.getLogger(Notifier.class);
@@ -112,7 +123,14 @@ public final class Notifier {
     private final Scheduler timer;
     private final Listener listener;
 
-    // Everything below is guarded by this.
+    /** Events waiting to run, oldest first (see {@link #serially}). */
+    private final Queue<Runnable> events = new ConcurrentLinkedQueue<>();
+    /** Events queued and not yet run: the thread that raises it from zero runs them. */
+    private final AtomicInteger eventsOwed = new AtomicInteger();
+    /** {@link #read} and {@link #unread} together, as the last event left them, for other threads. */
+    private volatile int awaitedAfterLastEvent;
+
+    // Everything below is confined to the events.
     /** Transactions asked about at least once and still open, by when they were handed over; oldest first. */
     private final LinkedHashMap<String, Long> read = new LinkedHashMap<>();
     /** Transactions handed over since the last tick began, by when; oldest first. */
@@ -131,6 +149,8 @@ public final class Notifier {
     private @Nullable Disposable wakeUp;
     /** When {@link #wakeUp} fires; only meaningful while it is set. */
     private long wakeUpTime;
+    /** How many waits were set, so that a wait that fires knows whether it is still {@link #wakeUp}. */
+    private long wakeUps;
     private boolean closed;
     private @Nullable Runnable onIdle;
 
@@ -151,13 +171,13 @@ public final class Notifier {
 
     /** A write of this instance has committed: a notification goes out now or at the end of the interval. */
     public void committed() {
-        synchronized (this) {
+        serially(() -> {
             if (closed) {
                 return;
             }
             due = true;
             drive();
-        }
+        });
     }
 
     /**
@@ -165,7 +185,7 @@ public final class Notifier {
      * transaction is found committed, none if it aborted.
      */
     public void awaitCommit(String xid) {
-        synchronized (this) {
+        serially(() -> {
             if (closed) {
                 return;
             }
@@ -180,7 +200,7 @@ public final class Notifier {
                 eldest.remove();
             }
             drive();
-        }
+        });
     }
 
     /**
@@ -188,41 +208,61 @@ public final class Notifier {
      * is sent after it. Completes once that notification has been sent (or has failed); idempotent.
      */
     public Mono<Void> close() {
-        return Mono.<Void>create(sink -> {
-            boolean idle;
-            synchronized (this) {
-                closed = true;
-                read.clear();
-                unread.clear();
-                cancelWakeUp();
-                idle = !busy && !due;
-                if (!idle) {
-                    Runnable previous = onIdle;
-                    onIdle = () -> {
-                        if (previous != null) {
-                            previous.run();
-                        }
-                        sink.success();
-                    };
-                    drive();
-                }
-            }
-            if (idle) {
+        return Mono.<Void>create(sink -> serially(() -> {
+            closed = true;
+            read.clear();
+            unread.clear();
+            cancelWakeUp();
+            if (!busy && !due) {
                 sink.success();
+                return;
             }
-        });
+            Runnable previous = onIdle;
+            onIdle = () -> {
+                if (previous != null) {
+                    previous.run();
+                }
+                sink.success();
+            };
+            drive();
+        }));
     }
 
     /**
-     * How many transactions are awaited: handed over and not yet read as ended. For tests.
+     * How many transactions are awaited: handed over and not yet read as ended, as the last event
+     * that ran left it (a hand-over another thread is still running is not counted yet). For tests.
      *
      * @return at most {@link #MAX_AWAITED}
      */
-    public synchronized int awaitedCount() {
-        return read.size() + unread.size();
+    public int awaitedCount() {
+        return awaitedAfterLastEvent;
     }
 
-    /** Decides what to do next: a tick now, a wait, or nothing. Hold the lock. */
+    /**
+     * Runs {@code event} after the events queued before it, one at a time: on this thread if no
+     * other is running them, else on that one, and this returns at once. An event must not wait;
+     * one that throws is logged and the others still run.
+     */
+    private void serially(Runnable event) {
+        events.offer(event);
+        if (eventsOwed.getAndIncrement() != 0) {
+            return;
+        }
+        int owed = 1;
+        do {
+            for (Runnable next; (next = events.poll()) != null; ) {
+                try {
+                    next.run();
+                } catch (RuntimeException e) {
+                    log.error("queue {}: the notifier failed to handle an event; idle workers wake at their poll", name, e);
+                }
+            }
+            awaitedAfterLastEvent = read.size() + unread.size();
+            owed = eventsOwed.addAndGet(-owed);
+        } while (owed != 0);
+    }
+
+    /** Decides what to do next: a tick now, a wait, or nothing. In an event. */
     private void drive() {
         if (busy) {
             return; // the tick in flight drives again when it ends
@@ -281,12 +321,10 @@ public final class Notifier {
                 .doOnNext(tick -> ticked(tick, now, System.nanoTime() - started))
                 .doOnError(error -> failed(notify, xids, error))
                 .onErrorResume(e -> Mono.empty())
-                .doFinally(signal -> {
-                    synchronized (this) {
-                        busy = false;
-                        drive();
-                    }
-                })
+                .doFinally(signal -> serially(() -> {
+                    busy = false;
+                    drive();
+                }))
                 .subscribe();
     }
 
@@ -298,7 +336,7 @@ public final class Notifier {
         if (tick.notified()) {
             listener.notified(nanos);
         }
-        synchronized (this) {
+        serially(() -> {
             if (tick.notified()) {
                 sent = true;
                 lastSent = startedAt;
@@ -312,7 +350,7 @@ public final class Notifier {
                     due = true; // a channel that found a commit and did not notify: announce it
                 }
             }
-        }
+        });
     }
 
     private void failed(boolean notify, List<String> xids, Throwable error) {
@@ -321,9 +359,7 @@ public final class Notifier {
         // tick's notification, are left to the poll.
         log.warn("queue {}: the wakeup tick ({}{} awaited transactions) failed; idle workers wake at their poll: {}",
                 name, notify ? "a notification and " : "", xids.size(), error.toString());
-        synchronized (this) {
-            xids.forEach(read::remove);
-        }
+        serially(() -> xids.forEach(read::remove));
     }
 
     private void wakeUpAt(long at, long now) {
@@ -332,12 +368,20 @@ public final class Notifier {
         }
         cancelWakeUp();
         wakeUpTime = at;
-        wakeUp = timer.schedule(() -> {
-            synchronized (this) {
-                wakeUp = null;
+        long wakeUpNumber = ++wakeUps;
+        try {
+            wakeUp = timer.schedule(() -> serially(() -> {
+                // A wait cancelled after it fired still drives, which is harmless; it must not
+                // forget the wait that replaced it.
+                if (wakeUps == wakeUpNumber) {
+                    wakeUp = null;
+                }
                 drive();
-            }
-        }, at - now, TimeUnit.NANOSECONDS);
+            }), at - now, TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException e) {
+            // The timer is shut down, so the instance is closing: the poll covers what is left.
+            log.debug("queue {}: the notifier's timer refused a wait: {}", name, e.toString());
+        }
     }
 
     private void cancelWakeUp() {
@@ -348,12 +392,19 @@ public final class Notifier {
         }
     }
 
-    /** Tells a waiting {@link #close()}, on the timer: not under this lock, where its caller's code would run. */
+    /**
+     * Tells a waiting {@link #close()}, on the timer: the tick that ended the wait may have ended on
+     * a driver's thread, where the caller's code should not run.
+     */
     private void idle() {
         Runnable run = onIdle;
         if (run != null) {
             onIdle = null;
-            timer.schedule(run);
+            try {
+                timer.schedule(run);
+            } catch (RejectedExecutionException e) {
+                run.run(); // a timer shut down first must not leave close() waiting
+            }
         }
     }
 

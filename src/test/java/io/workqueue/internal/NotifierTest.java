@@ -10,7 +10,9 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
@@ -242,5 +244,36 @@ class NotifierTest {
             notifier.awaitCommit(Integer.toString(i));
         }
         assertEquals(Notifier.MAX_AWAITED, notifier.awaitedCount());
+    }
+
+    /**
+     * The threads that hand writes over are the driver's event loops, so none may wait while
+     * another thread works inside the notifier: starting a tick (taking a connection, writing its
+     * statement) runs on whichever thread drives it. Measured with a lock around the state: in 20 s
+     * of transactional enqueues, 283 waits of event-loop threads for the notifier's monitor, of up
+     * to 3.5 ms each (docs/benchmarks/fleet/ANALYSIS.md). Here a tick's start is held up on one
+     * thread, and a hand-over from another must return at once, and still be awaited.
+     */
+    @Test
+    void aHandOverNeverWaitsForATickBeingStartedOnAnotherThread() throws Exception {
+        CountDownLatch starting = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Notifier.Channel heldAtStart = (notify, awaited) -> Mono.fromCallable(() -> {
+            starting.countDown();
+            release.await(10, TimeUnit.SECONDS);
+            return new Notifier.Tick(notify, Map.of());
+        });
+        Notifier held = new Notifier("q", heldAtStart, INTERVAL, vts, nanos -> { });
+        Thread driving = new Thread(held::committed, "driving");
+        driving.start();
+        assertTrue(starting.await(10, TimeUnit.SECONDS), "the tick started");
+        CompletableFuture<Void> handOver = CompletableFuture.runAsync(() -> held.awaitCommit("7"));
+        try {
+            handOver.get(2, TimeUnit.SECONDS);
+        } finally {
+            release.countDown();
+            driving.join(10_000);
+        }
+        assertEquals(1, held.awaitedCount(), "handed over, and awaited");
     }
 }
