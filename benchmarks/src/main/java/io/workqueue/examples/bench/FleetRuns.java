@@ -353,7 +353,7 @@ final class FleetRuns {
 
     /** One round of transactional enqueues. */
     record TxRound(TxMode mode, int round, long commits, long failures, double seconds, CpuMeter.Use cpu,
-            double clientCpuMicrosPerTx, List<Double> latenciesMillis, long notHandedOut) {
+            double clientCpuMicrosPerTx, List<Double> latenciesMillis, long notHandedOut, long jitMillis) {
         double tps() {
             return commits / seconds;
         }
@@ -407,6 +407,7 @@ final class FleetRuns {
             row.put("latency_p99_ms", Bench.round(Percentiles.of(r.latenciesMillis(), 99), 3));
             row.put("latency_max_ms", Bench.round(Percentiles.of(r.latenciesMillis(), 100), 3));
             row.put("not_handed_out", r.notHandedOut());
+            row.put("jit_ms_during_round", r.jitMillis());
             rows.add(row);
         }
         Report.csv(out(o, "txenqueue.csv"), rows);
@@ -532,6 +533,7 @@ final class FleetRuns {
         CpuMeter.Snapshot before = CpuMeter.take();
         long self = ProcessHandle.current().pid();
         double clientBefore = CpuMeter.processSeconds(self);
+        long jitBefore = FleetMember.jitMillis();
         long start = System.nanoTime();
         long deadline = start + TimeUnit.SECONDS.toNanos(seconds);
         Flux.range(0, o.txCallers)
@@ -560,6 +562,8 @@ final class FleetRuns {
         double elapsed = (System.nanoTime() - start) / 1e9;
         CpuMeter.Use cpu = CpuMeter.take().since(before);
         double clientMicrosPerTx = (CpuMeter.processSeconds(self) - clientBefore) * 1e6 / Math.max(1, committedAt.size());
+        // Compiling is this JVM's CPU too: a mode that keeps the JIT busier pays for it here.
+        long jitMillis = FleetMember.jitMillis() - jitBefore;
         // Let the consumer hand out what was committed last (at most its poll, plus slack).
         long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
         while (handedOutAt.size() < committedAt.size() && System.nanoTime() < waitUntil) {
@@ -579,12 +583,12 @@ final class FleetRuns {
             }
         }
         TxRound r = new TxRound(mode, round, committedAt.size(), failures.get(), elapsed, cpu, clientMicrosPerTx, latencies,
-                missing);
+                missing, jitMillis);
         System.out.printf(Locale.ROOT, "  %stx enqueue %-10s %7d commits in %5.2f s = %7.0f tps, server %5.1f µs/tx, client %5.1f µs/tx;"
-                        + " commit → handed out p50 %6.2f p99 %7.2f max %7.2f ms, %d never handed out%s%n",
+                        + " commit → handed out p50 %6.2f p99 %7.2f max %7.2f ms, %d never handed out; JIT %d ms%s%n",
                 round == 0 ? "(warm-up) " : "", mode.key, r.commits(), elapsed, r.tps(),
                 cpu.serverSeconds() * 1e6 / Math.max(1, r.commits()), clientMicrosPerTx, Percentiles.of(latencies, 50),
-                Percentiles.of(latencies, 99), Percentiles.of(latencies, 100), missing,
+                Percentiles.of(latencies, 99), Percentiles.of(latencies, 100), missing, jitMillis,
                 failures.get() > 0 ? ", " + failures.get() + " failed" : "");
         return r;
     }
