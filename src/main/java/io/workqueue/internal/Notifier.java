@@ -16,6 +16,7 @@ import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
+import reactor.core.Exceptions;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
@@ -241,7 +242,7 @@ public final class Notifier {
     /**
      * Runs {@code event} after the events queued before it, one at a time: on this thread if no
      * other is running them, else on that one, and this returns at once. An event must not wait;
-     * one that throws is logged and the others still run.
+     * one that throws is logged and the others still run (a JVM-fatal error is rethrown).
      */
     private void serially(Runnable event) {
         events.offer(event);
@@ -253,7 +254,10 @@ public final class Notifier {
             for (Runnable next; (next = events.poll()) != null; ) {
                 try {
                     next.run();
-                } catch (RuntimeException e) {
+                } catch (Throwable e) {
+                    // Caught, so that one failure cannot leave the events owed forever (every
+                    // later one would queue, unrun and unbounded); only the JVM's own are not.
+                    Exceptions.throwIfJvmFatal(e);
                     log.error("queue {}: the notifier failed to handle an event; idle workers wake at their poll", name, e);
                 }
             }
