@@ -2,9 +2,6 @@ package io.workqueue.internal;
 
 import io.workqueue.internal.base.Durations;
 import java.time.Duration;
-import java.util.Queue;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -68,8 +65,12 @@ abstract class ClaimLoop<R> {
     private final Duration maxBackoff;
     private final Duration roundTimeout;
     private final Scheduler timer;
-    private final Queue<Runnable> events = new ConcurrentLinkedQueue<>();
-    private final AtomicInteger wip = new AtomicInteger();
+    /**
+     * Every event already queued first, then one decision ({@link #advance}): handlers that
+     * finished together are acknowledged by one round, not one round each. A failure (a bug here,
+     * or downstream code throwing from onNext) stops the loop rather than leaving it wedged.
+     */
+    private final SerialEvents events = new SerialEvents(this::advance, this::stop);
 
     // Confined to the serial execution of events.
     private State state = State.IDLE;
@@ -123,27 +124,7 @@ abstract class ClaimLoop<R> {
 
     /** Runs {@code event} in the loop's serial execution, now or right after the current event. */
     final void signal(Runnable event) {
-        events.offer(event);
-        if (wip.getAndIncrement() != 0) {
-            return;
-        }
-        do {
-            // Every event already queued first, then one decision: handlers that finished together
-            // are acknowledged by one round, not one round each.
-            for (Runnable next; (next = events.poll()) != null; ) {
-                try {
-                    next.run();
-                } catch (Throwable error) {
-                    // A bug here, or downstream code throwing from onNext: never leave the loop wedged.
-                    stop(error);
-                }
-            }
-            try {
-                advance();
-            } catch (Throwable error) {
-                stop(error);
-            }
-        } while (wip.decrementAndGet() != 0);
+        events.run(event);
     }
 
     /**

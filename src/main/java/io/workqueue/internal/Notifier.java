@@ -7,11 +7,8 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Queue;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -124,10 +121,8 @@ public final class Notifier {
     private final Scheduler timer;
     private final Listener listener;
 
-    /** Events waiting to run, oldest first (see {@link #serially}). */
-    private final Queue<Runnable> events = new ConcurrentLinkedQueue<>();
-    /** Events queued and not yet run: the thread that raises it from zero runs them. */
-    private final AtomicInteger eventsOwed = new AtomicInteger();
+    /** Every change of state, one at a time (see {@link #serially}). */
+    private final SerialEvents events = new SerialEvents(this::countAwaited, this::eventFailed);
     /** {@link #read} and {@link #unread} together, as the last event left them, for other threads. */
     private volatile int awaitedAfterLastEvent;
 
@@ -245,25 +240,17 @@ public final class Notifier {
      * one that throws is logged and the others still run (a JVM-fatal error is rethrown).
      */
     private void serially(Runnable event) {
-        events.offer(event);
-        if (eventsOwed.getAndIncrement() != 0) {
-            return;
-        }
-        int owed = 1;
-        do {
-            for (Runnable next; (next = events.poll()) != null; ) {
-                try {
-                    next.run();
-                } catch (Throwable e) {
-                    // Caught, so that one failure cannot leave the events owed forever (every
-                    // later one would queue, unrun and unbounded); only the JVM's own are not.
-                    Exceptions.throwIfJvmFatal(e);
-                    log.error("queue {}: the notifier failed to handle an event; idle workers wake at their poll", name, e);
-                }
-            }
-            awaitedAfterLastEvent = read.size() + unread.size();
-            owed = eventsOwed.addAndGet(-owed);
-        } while (owed != 0);
+        events.run(event);
+    }
+
+    /** After each run of events: the count {@link #awaitedCount()} reads. */
+    private void countAwaited() {
+        awaitedAfterLastEvent = read.size() + unread.size();
+    }
+
+    private void eventFailed(Throwable error) {
+        Exceptions.throwIfJvmFatal(error);
+        log.error("queue {}: the notifier failed to handle an event; idle workers wake at their poll", name, error);
     }
 
     /** Decides what to do next: a tick now, a wait, or nothing. In an event. */

@@ -39,12 +39,8 @@ public final class Poll {
 
     /** Waits until {@code condition} holds; fails after {@code timeout}, describing {@code state}. */
     public static void until(Duration timeout, String what, BooleanSupplier condition, Supplier<String> state) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() - deadline > 0) {
-                fail("waited " + timeout + " for " + what + "; " + state.get());
-            }
-            pause();
+        if (!whether(timeout, condition)) {
+            fail("waited " + timeout + " for " + what + "; " + state.get());
         }
     }
 
