@@ -3,6 +3,7 @@ package io.workqueue;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 import io.r2dbc.spi.ConnectionFactory;
+import io.workqueue.internal.base.CoalescingTimer;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
@@ -28,6 +29,8 @@ public final class WorkQueueBuilder<K> {
     private @Nullable KeyCodec<K> keyCodec;
     private @Nullable Publisher<?> wakeups;
     private @Nullable Scheduler timer = Schedulers.parallel();
+    /** Whether {@link #timer(Scheduler)} was called: the default gets a {@link CoalescingTimer} in front. */
+    private boolean timerGiven;
     /** Held as {@code Object} so that this class never needs Micrometer unless a registry is given. */
     private @Nullable Object meterRegistry;
     /** Held as {@code Object} for the same reason: the Observation API is optional too. */
@@ -114,13 +117,17 @@ public final class WorkQueueBuilder<K> {
 
     /**
      * Sets the scheduler for the queue's timers (poll delays, wake floor, claim back-off, write
-     * timeouts); default {@link Schedulers#parallel()}. Tests pass a virtual-time scheduler.
+     * timeouts). By default the queue keeps its delayed tasks itself and arms one task at a time on
+     * {@link Schedulers#parallel()}, for the earliest, so that the many timeouts cancelled before
+     * they are due wake none of its threads; a scheduler given here is used as it is (tests pass a
+     * virtual-time scheduler).
      *
      * @param timer the scheduler
      * @return this builder
      */
     public WorkQueueBuilder<K> timer(Scheduler timer) {
         this.timer = timer;
+        this.timerGiven = true;
         return given("timer", timer);
     }
 
@@ -169,6 +176,12 @@ public final class WorkQueueBuilder<K> {
         Scheduler scheduler = timer;
         if (scheduler == null) {
             throw new InvalidConfigException("timer must not be null but was null");
+        }
+        if (!timerGiven) {
+            // Most of a queue's timers are cancelled long before they are due: kept here, they cost
+            // the parallel scheduler's threads no wakeup each (CoalescingTimer). A timer given is
+            // used as it is, since it may wait in virtual time.
+            scheduler = CoalescingTimer.inRealTime(scheduler);
         }
         KeyCodec<K> codec = keyCodec != null ? keyCodec : KeyCodec.defaultFor(keyType);
         KeyCodecs.checkKeyType(codec);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.workqueue.testing.CountingScheduler;
 import io.workqueue.testing.Poll;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,7 +17,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import reactor.core.Disposable;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.scheduler.VirtualTimeScheduler;
@@ -141,23 +141,7 @@ class HandlerCallsTest {
     @Test
     void theWatchdogLooksOnlyWhenACallCanWaitBehindAnother() {
         AtomicInteger looksScheduled = new AtomicInteger();
-        Scheduler countingTimer = new Scheduler() {
-            @Override
-            public Disposable schedule(Runnable task) {
-                return vts.schedule(task);
-            }
-
-            @Override
-            public Disposable schedule(Runnable task, long delay, TimeUnit unit) {
-                looksScheduled.incrementAndGet();
-                return vts.schedule(task, delay, unit);
-            }
-
-            @Override
-            public Worker createWorker() {
-                return vts.createWorker();
-            }
-        };
+        Scheduler countingTimer = new CountingScheduler(vts, looksScheduled);
         HandlerCalls<TestCall> calls = new HandlerCalls<>(threads, 16, countingTimer, PATIENCE,
                 startedAll::incrementAndGet, (call, error) -> refusals.add(error));
         List<String> log = new CopyOnWriteArrayList<>();
