@@ -22,8 +22,10 @@ import reactor.core.scheduler.Scheduler;
  * <p>Why: a queue instance arms a timer for every wait (its poll), every claim round and every
  * write (their timeouts), and nearly all of them are cancelled well before they are due. On
  * Reactor's parallel scheduler each of those lands alone in a worker's empty delay queue and wakes
- * its thread, which then parks again: about 2.5 thread wakeups for every wake-driven claim, 70 µs
- * of those threads' CPU on top of what waking them costs the caller (docs/benchmarks/wake-cost).
+ * its thread, which then parks again: about 2.4 thread wakeups for every wake-driven claim
+ * (docs/benchmarks/fleet/ANALYSIS.md), and every round of {@code process()} arms two such timeouts
+ * (docs/benchmarks/handler-scheduler/coalescing-timer-ab: 9-14 % of the client's CPU per item at
+ * claims of one).
  * Here a task due after the armed one only joins a sorted map, and a cancelled one only leaves it;
  * the armed task, when it runs, starts every task then due, in deadline order, and arms the next.
  *
