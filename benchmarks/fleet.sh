@@ -29,10 +29,10 @@ for arg in "$@"; do
 done
 if [ -z "${help:-}" ]; then
     pg_isready -q || { echo "PostgreSQL is not accepting connections at $PGHOST:$PGPORT" >&2; exit 1; }
+    # shellcheck source=database.sh
+    source benchmarks/database.sh
     for db in bench_fleet "$PEER_DB"; do
-        if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != "1" ]; then
-            createdb "$db"
-        fi
+        ensure_database "$db"
     done
 fi
 

@@ -12,9 +12,9 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
 export PGBOUNCER_PORT="${PGBOUNCER_PORT:-6434}"
-if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'bench'")" != "1" ]; then
-    createdb bench
-fi
+# shellcheck source=database.sh
+source benchmarks/database.sh
+ensure_database bench
 bash .ci/start-pgbouncer "$PGBOUNCER_PORT" "$PGPORT" bench
 # shellcheck source=classpath.sh
 source benchmarks/classpath.sh

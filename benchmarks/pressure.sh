@@ -38,9 +38,9 @@ if ! pg_isready -q -h 127.0.0.1 -p "$port"; then
     pg_isready -h 127.0.0.1 -p "$port"
 fi
 export PGHOST=127.0.0.1 PGPORT="$port" PGUSER=postgres
-if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'bench'")" != "1" ]; then
-    createdb bench
-fi
+# shellcheck source=database.sh
+source benchmarks/database.sh
+ensure_database bench
 
 # shellcheck source=classpath.sh
 source benchmarks/classpath.sh

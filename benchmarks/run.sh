@@ -26,9 +26,9 @@ if [ -z "${help:-}" ]; then
         for _ in $(seq 1 60); do pg_isready -q && break; sleep 1; done
         pg_isready
     fi
-    if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'bench'")" != "1" ]; then
-        createdb bench
-    fi
+    # shellcheck source=database.sh
+    source benchmarks/database.sh
+    ensure_database bench
 fi
 
 # shellcheck source=classpath.sh

@@ -19,8 +19,10 @@ export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-
 for arg in "$@"; do
     if [ "$arg" = "--help" ] || [ "$arg" = "-h" ]; then help=1; fi
 done
-if [ -z "${help:-}" ] && [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'bench'")" != "1" ]; then
-    createdb bench
+# shellcheck source=database.sh
+source benchmarks/database.sh
+if [ -z "${help:-}" ]; then
+    ensure_database bench
 fi
 
 # shellcheck source=classpath.sh

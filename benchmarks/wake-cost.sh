@@ -15,9 +15,9 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
 export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
 database="${BENCH_DATABASE:-bench}"
-if [ "$(psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$database'")" != "1" ]; then
-    createdb "$database"
-fi
+# shellcheck source=database.sh
+source benchmarks/database.sh
+ensure_database "$database"
 # shellcheck source=classpath.sh
 source benchmarks/classpath.sh
 # shellcheck disable=SC2086

@@ -877,6 +877,29 @@ public final class Bench {
         return v instanceof Number n ? n.doubleValue() : Double.NaN;
     }
 
+    /** A benchmark's body, given the command line. */
+    @FunctionalInterface
+    interface Main {
+        void run(String[] args) throws Exception;
+    }
+
+    /**
+     * What every benchmark's {@code main} does: runs {@code main}, then exits with 0, or prints
+     * what it threw and exits with 1. Exiting ends whatever threads a run left behind; the failure
+     * is printed here because {@code System.exit} ends the JVM before the default handler would.
+     */
+    static void exitAfter(String[] args, Main main) {
+        int status = 1;
+        try {
+            main.run(args);
+            status = 0;
+        } catch (Throwable failure) {
+            failure.printStackTrace();
+        } finally {
+            System.exit(status);
+        }
+    }
+
     static double round(double value, int digits) {
         if (Double.isNaN(value) || Double.isInfinite(value)) {
             return value;

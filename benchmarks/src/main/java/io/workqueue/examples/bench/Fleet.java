@@ -211,17 +211,8 @@ public final class Fleet {
                 """);
     }
 
-    public static void main(String[] args) throws Exception {
-        int status = 1;
-        try {
-            run(args);
-            status = 0;
-        } catch (Throwable failure) {
-            // Printed here: System.exit below ends the JVM before the default handler would print it.
-            failure.printStackTrace();
-        } finally {
-            System.exit(status);
-        }
+    public static void main(String[] args) {
+        Bench.exitAfter(args, Fleet::run);
     }
 
     private static void run(String[] args) throws Exception {

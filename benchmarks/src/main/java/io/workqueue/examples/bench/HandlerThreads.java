@@ -27,14 +27,8 @@ public final class HandlerThreads {
 
     private HandlerThreads() {}
 
-    public static void main(String[] args) throws Exception {
-        int status = 1;
-        try {
-            run(args);
-            status = 0;
-        } finally {
-            System.exit(status);
-        }
+    public static void main(String[] args) {
+        Bench.exitAfter(args, HandlerThreads::run);
     }
 
     private static void run(String[] args) throws IOException {

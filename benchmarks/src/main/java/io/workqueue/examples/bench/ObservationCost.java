@@ -60,14 +60,8 @@ public final class ObservationCost {
 
     private ObservationCost() {}
 
-    public static void main(String[] args) throws Exception {
-        int status = 1;
-        try {
-            run(args);
-            status = 0;
-        } finally {
-            System.exit(status);
-        }
+    public static void main(String[] args) {
+        Bench.exitAfter(args, ObservationCost::run);
     }
 
     private static void run(String[] args) throws Exception {

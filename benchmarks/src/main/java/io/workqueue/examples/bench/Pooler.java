@@ -36,14 +36,8 @@ public final class Pooler {
     /** One way to reach the database: a name for the table, and the R2DBC URL. */
     private record Route(String name, String url) {}
 
-    public static void main(String[] args) throws Exception {
-        int status = 1;
-        try {
-            run(args);
-            status = 0;
-        } finally {
-            System.exit(status);
-        }
+    public static void main(String[] args) {
+        Bench.exitAfter(args, Pooler::run);
     }
 
     private static void run(String[] args) throws IOException {
