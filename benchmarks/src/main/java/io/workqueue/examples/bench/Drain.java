@@ -15,6 +15,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.UnaryOperator;
+import org.jspecify.annotations.Nullable;
 import io.r2dbc.spi.Connection;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -113,7 +114,8 @@ final class Drain {
     }
 
     private final Db db;
-    private final Pgbench pgbench;
+    /** Null for a drain of the library's modes only ({@link #libraryOnly}). */
+    private final @Nullable Pgbench pgbench;
     private final int n;
     private final int capSeconds;
     private final UnaryOperator<WorkQueueBuilder<String>> queueOptions;
@@ -128,13 +130,21 @@ final class Drain {
      * benchmark can compare one builder setting against its absence (ObservationCost hands in an
      * observation registry). The operator gets the builder after the config is set.
      */
-    Drain(Db db, Pgbench pgbench, int n, int capSeconds, UnaryOperator<WorkQueueBuilder<String>> queueOptions) {
+    Drain(Db db, @Nullable Pgbench pgbench, int n, int capSeconds, UnaryOperator<WorkQueueBuilder<String>> queueOptions) {
         this.db = db;
         this.pgbench = pgbench;
         this.n = n;
         this.capSeconds = capSeconds;
         this.queueOptions = queueOptions;
         db.migrate(Pgbench.PREFIX);
+    }
+
+    /**
+     * A drain of the library's modes only, with no pgbench baseline: it reads none of the library's
+     * statements, so it also runs against the jar of an earlier version (DrainSince).
+     */
+    static Drain libraryOnly(Db db, int n, int capSeconds) {
+        return new Drain(db, null, n, capSeconds, UnaryOperator.identity());
     }
 
     /** One run of {@code mode} from a freshly preloaded table. */
@@ -211,6 +221,9 @@ final class Drain {
     }
 
     private long runPgbench(Mode mode, int workers, int batch, int capSeconds) {
+        if (pgbench == null) {
+            throw new IllegalStateException("a drain of the library's modes only runs no " + mode.id);
+        }
         String script = mode == Mode.PGBENCH_TWO ? Pgbench.CLAIM_THEN_COMPLETE : Pgbench.COMPLETE_AND_CLAIM;
         pgbench.run(script, workers, batch, capSeconds, this::empty);
         db.awaitGone("pgbench");
