@@ -23,18 +23,9 @@ ensure_database "$database"
 # shellcheck source=classpath.sh
 source benchmarks/classpath.sh
 
-# The baseline: the library's own sources at that revision, exported (not checked out, so this
-# checkout and its worktrees are left alone) and packaged once; later runs reuse the jar.
-baseline_rev="$(git rev-parse --short "${BENCH_BASELINE_REV:-a32a8d3}")"
-baseline_dir="${TMPDIR:-/tmp}/reactive-workqueue-baseline-$baseline_rev"
-if ! ls "$baseline_dir"/target/reactive-workqueue-*.jar >/dev/null 2>&1; then
-    echo "building the baseline library at $baseline_rev in $baseline_dir..." >&2
-    rm -rf "$baseline_dir"
-    mkdir -p "$baseline_dir"
-    git archive "$baseline_rev" .mvn pom.xml src sql | tar -x -C "$baseline_dir"
-    (cd "$baseline_dir" && mvn -B -q -DskipTests package)
-fi
-baseline_jar="$(ls "$baseline_dir"/target/reactive-workqueue-*.jar | grep -v -e sources -e javadoc | head -n 1)"
+# shellcheck source=baseline.sh
+source benchmarks/baseline.sh
+build_baseline "${BENCH_BASELINE_REV:-a32a8d3}"
 
 # The parent only starts the JVMs that drain and reads what they write: a small heap is enough.
 # shellcheck disable=SC2086

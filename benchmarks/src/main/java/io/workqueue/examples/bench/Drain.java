@@ -141,10 +141,10 @@ final class Drain {
 
     /**
      * A drain of the library's modes only, with no pgbench baseline: it reads none of the library's
-     * statements, so it also runs against the jar of an earlier version (DrainSince).
+     * statements, so it also runs against the jar of an earlier version ({@link VariantDrains}).
      */
-    static Drain libraryOnly(Db db, int n, int capSeconds) {
-        return new Drain(db, null, n, capSeconds, UnaryOperator.identity());
+    static Drain libraryOnly(Db db, int n, int capSeconds, UnaryOperator<WorkQueueBuilder<String>> queueOptions) {
+        return new Drain(db, null, n, capSeconds, queueOptions);
     }
 
     /** One run of {@code mode} from a freshly preloaded table. */

@@ -3,11 +3,10 @@ package io.workqueue.examples.bench;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -20,21 +19,57 @@ import java.util.Map;
  * measures the hand-off alone (this library's two handler schedulers), this measures the default a
  * user upgrading gets against the default they had.
  *
- * <p>Two versions of the library cannot share a JVM, so {@code benchmarks/drain-since.sh} runs
- * each (variant, round) in a JVM of its own, alternating the variants in a rotating order, and
- * calls {@code measure} once per JVM: it warms the JIT up on the variant's mode, then drains each
- * cell once from a freshly preloaded table ({@link Drain}), and appends one JSON line per cell to
- * {@code runs.jsonl}. {@code report} then writes README.md, results.json and runs.csv from them:
- * medians over the rounds, ratios of the medians.
- *
- * <p>Variants: {@code baseline} ({@code process()} with default options, on the earlier jar),
- * {@code pool} (the same on this checkout: handlers on the worker's own pool) and {@code driver}
- * (this checkout with {@code handlerScheduler(Schedulers.immediate())}: handlers on the driver's
- * threads, as the earlier library ran them).
+ * <p>Two versions of the library cannot share a JVM: each (variant, round) runs in one of its own
+ * ({@link VariantDrains}), the variants' order rotating from round to round so that each takes
+ * each place in turn. Each child drops the queue tables first, so that every version drains a
+ * schema its own migrations made. Results: README.md, results.json and runs.csv, medians over the
+ * rounds, ratios of the medians. Run it through {@code benchmarks/drain-since.sh}, which builds the
+ * earlier jar.
  */
 public final class DrainSince {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-    private static final List<String> VARIANTS = List.of("baseline", "pool", "driver");
+
+    /** Which library drains, and where its handlers run. */
+    enum Variant implements VariantDrains.Variant {
+        /** The earlier jar's {@code process()} with default options: handlers on the driver's threads. */
+        BASELINE("baseline", "the earlier library, its defaults", true, Drain.Mode.PROCESS),
+        /** This checkout's default: handlers on the worker's own pool. */
+        POOL("pool", "this library, its defaults (the worker's pool)", false, Drain.Mode.PROCESS),
+        /** This checkout with {@code handlerScheduler(Schedulers.immediate())}: as the baseline ran them. */
+        DRIVER("driver", "this library, handlers on the driver's threads", false, Drain.Mode.PROCESS_DRIVER);
+
+        private final String id;
+        private final String label;
+        private final boolean onBaseline;
+        private final Drain.Mode mode;
+
+        Variant(String id, String label, boolean onBaseline, Drain.Mode mode) {
+            this.id = id;
+            this.label = label;
+            this.onBaseline = onBaseline;
+            this.mode = mode;
+        }
+
+        @Override
+        public String id() {
+            return id;
+        }
+
+        @Override
+        public String label() {
+            return label;
+        }
+
+        @Override
+        public boolean onBaseline() {
+            return onBaseline;
+        }
+
+        @Override
+        public Drain.Mode mode() {
+            return mode;
+        }
+    }
 
     private DrainSince() {}
 
@@ -42,110 +77,80 @@ public final class DrainSince {
         Bench.exitAfter(args, DrainSince::run);
     }
 
-    private static void run(String[] args) throws IOException {
-        if (args.length == 0 || !(args[0].equals("measure") || args[0].equals("report"))) {
-            throw new IllegalArgumentException("usage: DrainSince measure --variant V --round R [--cells 4x100,16x10,4x1]"
-                    + " [--n N] [--drain-seconds S] [--warmup S] --out DIR | DrainSince report --baseline REV"
-                    + " --command TEXT --out DIR");
+    private static void run(String[] args) throws Exception {
+        int n = 200_000;
+        int rounds = 7;
+        int capSeconds = 6;
+        int warmupSeconds = 8;
+        List<DrainCell> cells = List.of(new DrainCell(4, 100), new DrainCell(16, 10), new DrainCell(4, 1));
+        Path repo = Path.of(System.getProperty("bench.repo", ".")).toAbsolutePath().normalize();
+        Path out = null;
+        Variant child = null;
+        int childRound = 0;
+        Path childResult = null;
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            switch (args[i]) {
+                case "--n" -> n = Integer.parseInt(args[i + 1]);
+                case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
+                case "--drain-seconds" -> capSeconds = Integer.parseInt(args[i + 1]);
+                case "--warmup" -> warmupSeconds = Integer.parseInt(args[i + 1]);
+                case "--cells" -> cells = DrainCell.parseAll(args[i + 1]);
+                case "--out" -> out = Path.of(args[i + 1]);
+                // The parent's arguments to the JVMs it starts.
+                case "--child" -> child = VariantDrains.byId(Variant.values(), args[i + 1]);
+                case "--round" -> childRound = Integer.parseInt(args[i + 1]);
+                case "--result" -> childResult = Path.of(args[i + 1]);
+                default -> throw new IllegalArgumentException("usage: DrainSince [--n N] [--rounds R] [--drain-seconds S]"
+                        + " [--warmup S] [--cells 4x100,16x10,4x1] [--out DIR]; got " + args[i]);
+            }
         }
-        Map<String, String> options = new LinkedHashMap<>();
-        for (int i = 1; i + 1 < args.length; i += 2) {
-            options.put(args[i], args[i + 1]);
+        VariantDrains.Settings settings = new VariantDrains.Settings(n, capSeconds, cells, warmupSeconds);
+        if (child != null) {
+            VariantDrains.drainOnce(child, childRound, settings, true, childResult);
+            return;
         }
-        Path out = Path.of(required(options, "--out"));
-        if (args[0].equals("measure")) {
-            measure(options, out);
-        } else {
-            report(options, out);
+        VariantDrains.Jars jars = VariantDrains.Jars.fromSystemProperties();
+        if (out == null) {
+            out = repo.resolve("docs/benchmarks/handler-scheduler/since-" + jars.baselineRev());
         }
-    }
-
-    private static String required(Map<String, String> options, String name) {
-        String value = options.get(name);
-        if (value == null) {
-            throw new IllegalArgumentException("missing " + name);
-        }
-        return value;
-    }
-
-    /** One JVM: warm up on the variant's mode, then one run of each cell, appended to runs.jsonl. */
-    private static void measure(Map<String, String> options, Path out) throws IOException {
-        String variant = required(options, "--variant");
-        if (!VARIANTS.contains(variant)) {
-            throw new IllegalArgumentException("--variant is one of " + VARIANTS + ", not " + variant);
-        }
-        int round = Integer.parseInt(required(options, "--round"));
-        List<DrainCell> cells = DrainCell.parseAll(options.getOrDefault("--cells", "4x100,16x10,4x1"));
-        int n = Integer.parseInt(options.getOrDefault("--n", "200000"));
-        int capSeconds = Integer.parseInt(options.getOrDefault("--drain-seconds", "6"));
-        int warmupSeconds = Integer.parseInt(options.getOrDefault("--warmup", "8"));
-        // The earlier jar has no handlerScheduler; its process() called handlers on the driver's threads.
-        Drain.Mode mode = variant.equals("driver") ? Drain.Mode.PROCESS_DRIVER : Drain.Mode.PROCESS;
-
         Db db = Db.fromEnvironment(System.getProperty("bench.database", "bench"));
-        // The variants' libraries may migrate the table to different schema versions: start afresh.
+        Map<String, Object> machine = Machine.describe(db, repo);
+        machine.put("baseline", jars.baselineRev() + " (" + jars.baseline() + ")");
+        machine.put("variant_jvm_args", String.join(" ", VariantDrains.CHILD_JVM_ARGS));
+        String command = ("benchmarks/drain-since.sh " + jars.baselineRev() + " " + String.join(" ", args)).trim();
+        System.out.println("drain since " + jars.baselineRev() + ": " + command + " against " + db.url());
+        List<Variant> variants = List.of(Variant.values());
+        List<Map<String, Object>> rows = VariantDrains.run(DrainSince.class,
+                round -> rotated(variants, round - 1), rounds, settings, jars);
         db.dropQueueTables();
-        Drain drain = Drain.libraryOnly(db, n, capSeconds);
-        System.out.printf(Locale.ROOT, "round %d, %s (%s):%n", round, variant, mode.label);
-        drain.warmUp(warmupSeconds, List.of(mode));
-        Files.createDirectories(out);
-        for (DrainCell cell : cells) {
-            Drain.Run run = drain.run(mode, cell.workers(), cell.batch(), round);
-            double[] perItem = run.cpu().microsPerItem(run.items());
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("variant", variant);
-            row.put("mode", mode.id);
-            row.put("workers", cell.workers());
-            row.put("batch", cell.batch());
-            row.put("round", round);
-            row.put("items", run.items());
-            row.put("seconds", Bench.round(run.seconds(), 3));
-            row.put("items_per_s", Math.round(run.itemsPerSecond()));
-            row.put("server_cpu_us_per_item", Bench.round(perItem[0], 1));
-            row.put("client_cpu_us_per_item", Bench.round(perItem[1], 1));
-            row.put("machine_busy", Bench.round(run.cpu().machineBusy(), 3));
-            Files.writeString(out.resolve("runs.jsonl"), new ObjectMapper().writeValueAsString(row) + "\n",
-                    StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        machine.put("load_average_end", Machine.loadAverage());
+        report(command, machine, jars.baselineRev(), rounds, settings, rows, out);
+    }
+
+    /** {@code variants} starting at index {@code by}: round after round, each takes each place in turn. */
+    static <T> List<T> rotated(List<T> variants, int by) {
+        List<T> order = new ArrayList<>();
+        for (int i = 0; i < variants.size(); i++) {
+            order.add(variants.get((by + i) % variants.size()));
         }
-        db.dropQueueTables();
+        return order;
     }
 
     /** Medians per cell and variant, their ratios, and the files. */
-    @SuppressWarnings("unchecked")
-    private static void report(Map<String, String> options, Path out) throws IOException {
-        String baseline = required(options, "--baseline");
-        String command = required(options, "--command");
-        List<Map<String, Object>> rows = new ArrayList<>();
-        for (String line : Files.readAllLines(out.resolve("runs.jsonl"))) {
-            if (!line.isBlank()) {
-                rows.add(JSON.readValue(line, Map.class));
-            }
-        }
-        if (rows.isEmpty()) {
-            throw new IllegalStateException("no runs in " + out.resolve("runs.jsonl"));
-        }
-        Path repo = Path.of(System.getProperty("bench.repo", ".")).toAbsolutePath().normalize();
-        Db db = Db.fromEnvironment(System.getProperty("bench.database", "bench"));
-        Map<String, Object> machine = Machine.describe(db, repo);
-        machine.remove("load_average_start");
-        machine.put("load_average_at_report", Machine.loadAverage());
-        int rounds = rows.stream().mapToInt(r -> ((Number) r.get("round")).intValue()).max().orElse(0);
-
-        List<DrainCell> cells = rows.stream()
-                .map(r -> new DrainCell(((Number) r.get("workers")).intValue(), ((Number) r.get("batch")).intValue()))
-                .distinct().toList();
-        StringBuilder md = new StringBuilder("# The drain since " + baseline + ": what upgrading costs `process()`\n\n");
-        md.append(String.format(Locale.ROOT, "Generated by `%s` on %s (git %s%s; load average when reported %s)."
-                        + " Per cell, round and variant: keys preloaded into a fresh table, drained by W `process()`"
-                        + " workers with B no-op handlers each and claims of B, until empty or for at most the cap;"
-                        + " items/s as in the drain benchmark (completed rows ÷ time to the last completion). Each"
-                        + " variant and round ran in a JVM of its own (two versions of the library cannot share one),"
-                        + " warmed up on its mode first; the variants' order rotated from round to round. Medians of"
-                        + " %d rounds, ratios of the medians.%n%n",
-                command, machine.get("date_utc"), machine.get("git_commit"),
-                Boolean.TRUE.equals(machine.get("git_dirty")) ? ", uncommitted changes" : "",
-                machine.get("load_average_at_report"), rounds));
-        md.append("- **baseline**: the library at `" + baseline + "`, `process()` with default options: its handlers"
+    private static void report(String command, Map<String, Object> machine, String baselineRev, int rounds,
+            VariantDrains.Settings settings, List<Map<String, Object>> rows, Path out) throws IOException {
+        StringBuilder md = new StringBuilder("# The drain since " + baselineRev + ": what upgrading does to `process()`\n\n");
+        md.append(String.format(Locale.ROOT, "Generated by `%s` on %s (load average at start %s, at end %s; git %s%s)."
+                        + " Per cell, round and variant: %,d keys preloaded into a fresh table, drained by W `process()`"
+                        + " workers with B no-op handlers each and claims of B, until empty or for at most %d s; items/s"
+                        + " as in the drain benchmark (completed rows ÷ time to the last completion). Each variant and"
+                        + " round ran in a JVM of its own (two versions of the library cannot share one), on a schema its"
+                        + " own library made, warmed up on its mode for %d s per batch size first; the variants' order"
+                        + " rotated from round to round. Medians of %d rounds, ratios of the medians.%n%n",
+                command, machine.get("date_utc"), machine.get("load_average_start"), machine.get("load_average_end"),
+                machine.get("git_commit"), Boolean.TRUE.equals(machine.get("git_dirty")) ? ", uncommitted changes" : "",
+                settings.n(), settings.capSeconds(), settings.warmupSeconds(), rounds));
+        md.append("- **baseline**: the library at `" + baselineRev + "`, `process()` with default options: its handlers"
                 + " ran on the driver's threads.\n");
         md.append("- **pool**: this checkout's `process()` with default options: handlers on the worker's own pool.\n");
         md.append("- **driver**: this checkout with `WorkerOptions.handlerScheduler(Schedulers.immediate())`:"
@@ -156,44 +161,44 @@ public final class DrainSince {
         md.append("| cell | baseline items/s | pool items/s | driver items/s | **pool ÷ baseline** | pool ÷ driver"
                 + " | driver ÷ baseline | client CPU µs/item baseline / pool / driver"
                 + " | server CPU µs/item baseline / pool / driver |\n|---|---|---|---|---|---|---|---|---|\n");
+        StringBuilder each = new StringBuilder("| cell | variant | items/s by round |\n|---|---|---|\n");
         Map<String, Object> summary = new LinkedHashMap<>();
-        for (DrainCell cell : cells) {
-            Map<String, List<Map<String, Object>>> byVariant = new LinkedHashMap<>();
-            for (String variant : VARIANTS) {
-                byVariant.put(variant, rows.stream().filter(r -> variant.equals(r.get("variant"))
-                        && ((Number) r.get("workers")).intValue() == cell.workers()
-                        && ((Number) r.get("batch")).intValue() == cell.batch()).toList());
+        for (DrainCell cell : settings.cells()) {
+            Map<Variant, Double> rate = new LinkedHashMap<>();
+            for (Variant variant : Variant.values()) {
+                List<Map<String, Object>> mine = VariantDrains.rows(rows, cell, variant.id());
+                rate.put(variant, VariantDrains.median(mine, "items_per_s"));
+                each.append(String.format(Locale.ROOT, "| %s | %s | %s |%n", cell, variant.id(), String.join(", ",
+                        mine.stream().map(r -> Table.rate(VariantDrains.number(r, "items_per_s"))).toList())));
             }
-            double base = median(byVariant.get("baseline"), "items_per_s");
-            double pool = median(byVariant.get("pool"), "items_per_s");
-            double driver = median(byVariant.get("driver"), "items_per_s");
+            double base = rate.get(Variant.BASELINE);
+            double pool = rate.get(Variant.POOL);
+            double driver = rate.get(Variant.DRIVER);
             md.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | **%.2f×** | %.2f× | %.2f× | %s | %s |%n", cell,
                     Table.rate(base), Table.rate(pool), Table.rate(driver), pool / base, pool / driver, driver / base,
-                    cpu(byVariant, "client_cpu_us_per_item"), cpu(byVariant, "server_cpu_us_per_item")));
+                    cpuMedians(rows, cell, "client_cpu_us_per_item"), cpuMedians(rows, cell, "server_cpu_us_per_item")));
             Map<String, Object> entry = new LinkedHashMap<>();
-            entry.put("baseline_items_per_s_median", Math.round(base));
-            entry.put("pool_items_per_s_median", Math.round(pool));
-            entry.put("driver_items_per_s_median", Math.round(driver));
+            rate.forEach((variant, value) -> entry.put(variant.id() + "_items_per_s_median", Math.round(value)));
             entry.put("pool_over_baseline", Bench.round(pool / base, 3));
             entry.put("pool_over_driver", Bench.round(pool / driver, 3));
             entry.put("driver_over_baseline", Bench.round(driver / base, 3));
-            for (String variant : VARIANTS) {
-                entry.put(variant + "_rounds", byVariant.get(variant).stream().map(r -> r.get("items_per_s")).toList());
-            }
             summary.put(cell.toString(), entry);
-            System.out.printf(Locale.ROOT, "%s: baseline %.0f, pool %.0f, driver %.0f items/s; pool ÷ baseline %.3f,"
-                    + " pool ÷ driver %.3f%n", cell, base, pool, driver, pool / base, pool / driver);
+            System.out.printf(Locale.ROOT, "%s: %s%n", cell, entry);
         }
-        md.append("\nCPU from /proc, as in the drain benchmark: client = the measuring JVM, server = every postgres"
-                + " process. Every run is in runs.csv and results.json.\n\n");
-        md.append("## Machine\n\n| | |\n|---|---|\n");
+        md.append("\nCPU from /proc, as in the drain benchmark (medians): client = the variant's JVM, server = every"
+                + " postgres process.\n\nEvery round (also in runs.csv and results.json):\n\n").append(each);
+        md.append("\n## Machine\n\n| | |\n|---|---|\n");
         machine.forEach((k, v) -> md.append("| ").append(k).append(" | ").append(v).append(" |\n"));
 
+        Files.createDirectories(out);
         Map<String, Object> results = new LinkedHashMap<>();
         results.put("machine", machine);
         results.put("command", command);
-        results.put("baseline", baseline);
+        results.put("baseline", baselineRev);
+        results.put("n", settings.n());
         results.put("rounds", rounds);
+        results.put("cap_seconds", settings.capSeconds());
+        results.put("warmup_seconds", settings.warmupSeconds());
         results.put("summary", summary);
         results.put("runs", rows);
         JSON.writeValue(out.resolve("results.json").toFile(), results);
@@ -204,12 +209,8 @@ public final class DrainSince {
         System.out.println("Results in " + out);
     }
 
-    private static double median(List<Map<String, Object>> rows, String column) {
-        return Percentiles.median(rows.stream().map(r -> ((Number) r.get(column)).doubleValue()).toList());
-    }
-
-    private static String cpu(Map<String, List<Map<String, Object>>> byVariant, String column) {
-        return String.format(Locale.ROOT, "%.1f / %.1f / %.1f", median(byVariant.get("baseline"), column),
-                median(byVariant.get("pool"), column), median(byVariant.get("driver"), column));
+    private static String cpuMedians(List<Map<String, Object>> rows, DrainCell cell, String column) {
+        return String.join(" / ", Arrays.stream(Variant.values()).map(v -> String.format(Locale.ROOT, "%.1f",
+                VariantDrains.median(VariantDrains.rows(rows, cell, v.id()), column))).toList());
     }
 }

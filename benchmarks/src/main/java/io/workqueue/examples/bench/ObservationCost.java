@@ -7,7 +7,6 @@ import io.micrometer.core.instrument.observation.DefaultMeterObservationHandler;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 import io.workqueue.WorkQueueBuilder;
-import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,11 +24,12 @@ import java.util.function.UnaryOperator;
  * given no observation registry, {@link ObservationRegistry#NOOP}, and a real registry whose only
  * handler is a {@link DefaultMeterObservationHandler} on a {@link SimpleMeterRegistry}.
  *
- * <p>Each (variant, round) runs in a JVM of its own, so that one variant's JIT profile (the
- * observation paths taken or not) never shapes another's compiled code, and so that the baseline
- * can run with another library jar on the class path. A round starts one JVM per variant, in an
- * order reversed from round to round so drift in the machine's load falls on every variant alike;
- * each JVM warms up, then drains every cell once from a freshly preloaded table ({@link Drain}).
+ * <p>Each (variant, round) runs in a JVM of its own ({@link VariantDrains}), so that one variant's
+ * JIT profile (the observation paths taken or not) never shapes another's compiled code, and so
+ * that the baseline can run with another library jar on the class path. A round starts one JVM per
+ * variant, in an order reversed from round to round so drift in the machine's load falls on every
+ * variant alike; each JVM warms up, then drains every cell once from a freshly preloaded table
+ * ({@link Drain}).
  * Ratios are of the medians over rounds. Results go to {@code docs/benchmarks/observations/}
  * (README.md, results.json, drain.csv). Run it through {@code benchmarks/observation-cost.sh},
  * which builds the baseline jar.
@@ -38,7 +38,7 @@ public final class ObservationCost {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
     /** What a JVM hands its queues. */
-    enum Variant {
+    enum Variant implements VariantDrains.Variant {
         BASELINE("before observations", "baseline"),
         NONE("no registry", "none"),
         NOOP("ObservationRegistry.NOOP", "noop"),
@@ -52,9 +52,37 @@ public final class ObservationCost {
             this.id = id;
         }
 
-        static Variant of(String id) {
-            return Arrays.stream(values()).filter(v -> v.id.equals(id)).findFirst()
-                    .orElseThrow(() -> new IllegalArgumentException("no variant " + id));
+        @Override
+        public String id() {
+            return id;
+        }
+
+        @Override
+        public String label() {
+            return label;
+        }
+
+        @Override
+        public boolean onBaseline() {
+            return this == BASELINE;
+        }
+
+        /**
+         * How this variant's queues are built. The registries are made here, in the variants that
+         * name them, and only in the variant's own JVM, so the baseline's never calls a builder
+         * method its older library lacks.
+         */
+        @Override
+        public UnaryOperator<WorkQueueBuilder<String>> queueOptions() {
+            return switch (this) {
+                case BASELINE, NONE -> UnaryOperator.identity();
+                case NOOP -> builder -> builder.observationRegistry(ObservationRegistry.NOOP);
+                case METER -> {
+                    ObservationRegistry registry = ObservationRegistry.create();
+                    registry.observationConfig().observationHandler(new DefaultMeterObservationHandler(new SimpleMeterRegistry()));
+                    yield builder -> builder.observationRegistry(registry);
+                }
+            };
         }
     }
 
@@ -68,6 +96,7 @@ public final class ObservationCost {
         int n = 100_000;
         int rounds = 5;
         int capSeconds = 12;
+        int warmupSeconds = 2;
         List<DrainCell> cells = List.of(new DrainCell(4, 100), new DrainCell(16, 10));
         Path repo = Path.of(System.getProperty("bench.repo", ".")).toAbsolutePath().normalize();
         Path out = repo.resolve("docs/benchmarks/observations");
@@ -80,120 +109,56 @@ public final class ObservationCost {
                 case "--n" -> n = Integer.parseInt(args[i + 1]);
                 case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
                 case "--drain-seconds" -> capSeconds = Integer.parseInt(args[i + 1]);
+                case "--warmup" -> warmupSeconds = Integer.parseInt(args[i + 1]);
                 case "--cells" -> cells = DrainCell.parseAll(args[i + 1]);
                 case "--out" -> out = Path.of(args[i + 1]);
                 // The parent's arguments to the JVMs it starts.
-                case "--child" -> child = Variant.of(args[i + 1]);
+                case "--child" -> child = VariantDrains.byId(Variant.values(), args[i + 1]);
                 case "--round" -> childRound = Integer.parseInt(args[i + 1]);
                 case "--result" -> childResult = Path.of(args[i + 1]);
                 // Writes the report again from an earlier run's results.json (into --out), measuring nothing.
                 case "--report-from" -> reportFrom = Path.of(args[i + 1]);
                 default -> throw new IllegalArgumentException("usage: ObservationCost [--n N] [--rounds R]"
-                        + " [--drain-seconds S] [--cells 4x100,16x10] [--out DIR] [--report-from results.json]; got "
+                        + " [--drain-seconds S] [--cells 4x100,16x10] [--warmup S] [--out DIR] [--report-from results.json]; got "
                         + args[i]);
             }
         }
+        VariantDrains.Settings settings = new VariantDrains.Settings(n, capSeconds, cells, warmupSeconds);
         if (child != null) {
-            drainOnce(child, childRound, n, capSeconds, cells, childResult);
+            // On the table the parent made: the baseline's older library works on today's schema.
+            VariantDrains.drainOnce(child, childRound, settings, false, childResult);
         } else if (reportFrom != null) {
             rerender(reportFrom, out);
         } else {
-            compare(args, n, rounds, capSeconds, cells, repo, out);
+            compare(args, rounds, settings, repo, out);
         }
-    }
-
-    /** A child JVM: warm up, drain each cell once with {@code variant}'s queues, write the rows. */
-    private static void drainOnce(Variant variant, int round, int n, int capSeconds, List<DrainCell> cells, Path result)
-            throws IOException {
-        Db db = Db.fromEnvironment(System.getProperty("bench.database", "bench"));
-        Drain drain = new Drain(db, new Pgbench(db), n, capSeconds, queueOptions(variant));
-        drain.warmUp(2, List.of(Drain.Mode.PROCESS));
-        List<Map<String, Object>> rows = new ArrayList<>();
-        for (DrainCell cell : cells) {
-            String load = Machine.loadAverage();
-            Drain.Run run = drain.run(Drain.Mode.PROCESS, cell.workers(), cell.batch(), round);
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("variant", variant.id);
-            row.put("workers", run.workers());
-            row.put("batch", run.batch());
-            row.put("round", round);
-            row.put("items", run.items());
-            row.put("seconds", Bench.round(run.seconds(), 3));
-            row.put("items_per_s", Math.round(run.itemsPerSecond()));
-            double[] perItem = run.cpu().microsPerItem(run.items());
-            row.put("server_cpu_us_per_item", Bench.round(perItem[0], 1));
-            row.put("client_cpu_us_per_item", Bench.round(perItem[1], 1));
-            row.put("machine_busy", Bench.round(run.cpu().machineBusy(), 3));
-            row.put("load_average", load);
-            rows.add(row);
-        }
-        JSON.writeValue(result.toFile(), rows);
-    }
-
-    /**
-     * How {@code variant}'s queues are built. The registries are made here, in the variants that
-     * name them, so the baseline's JVM never calls a builder method its older library lacks.
-     */
-    private static UnaryOperator<WorkQueueBuilder<String>> queueOptions(Variant variant) {
-        return switch (variant) {
-            case BASELINE, NONE -> UnaryOperator.identity();
-            case NOOP -> builder -> builder.observationRegistry(ObservationRegistry.NOOP);
-            case METER -> {
-                ObservationRegistry registry = ObservationRegistry.create();
-                registry.observationConfig().observationHandler(new DefaultMeterObservationHandler(new SimpleMeterRegistry()));
-                yield builder -> builder.observationRegistry(registry);
-            }
-        };
     }
 
     /** The parent: start one JVM per (variant, round), then write the report. */
-    private static void compare(String[] args, int n, int rounds, int capSeconds, List<DrainCell> cells, Path repo, Path out)
+    private static void compare(String[] args, int rounds, VariantDrains.Settings settings, Path repo, Path out)
             throws Exception {
-        String libraryJar = required("bench.library.jar");
-        String baselineJar = required("bench.baseline.jar");
-        String baselineRev = System.getProperty("bench.baseline.rev", "?");
-        String classpath = System.getProperty("java.class.path");
-        if (!Arrays.asList(classpath.split(File.pathSeparator)).contains(libraryJar)) {
-            throw new IllegalStateException("the library jar " + libraryJar + " is not on the class path " + classpath);
-        }
+        VariantDrains.Jars jars = VariantDrains.Jars.fromSystemProperties();
         Db db = Db.fromEnvironment(System.getProperty("bench.database", "bench"));
         db.dropQueueTables();
         // Today's schema, made once here: the baseline's older library works on it (its statements
         // name no column it lacks) and its migration leaves a newer table alone.
         db.migrate(Pgbench.PREFIX);
         Map<String, Object> machine = Machine.describe(db, repo);
-        machine.put("baseline", baselineRev + " (" + baselineJar + ")");
+        machine.put("baseline", jars.baselineRev() + " (" + jars.baseline() + ")");
+        machine.put("variant_jvm_args", String.join(" ", VariantDrains.CHILD_JVM_ARGS));
         String command = "benchmarks/observation-cost.sh " + String.join(" ", args);
         System.out.println("observation cost: " + command.trim() + " against " + db.url());
         machine.forEach((k, v) -> System.out.println("  " + k + ": " + v));
 
-        Path scratch = Files.createTempDirectory("observation-cost");
-        String cellArg = String.join(",", cells.stream().map(DrainCell::arg).toList());
-        List<Map<String, Object>> rows = new ArrayList<>();
         List<Variant> forward = List.of(Variant.values());
         List<Variant> backward = new ArrayList<>(forward);
         java.util.Collections.reverse(backward);
-        for (int round = 1; round <= rounds; round++) {
-            // Reverse the order each round, so drift in the machine's load falls on every variant.
-            for (Variant variant : round % 2 == 1 ? forward : backward) {
-                String cp = variant == Variant.BASELINE ? classpath.replace(libraryJar, baselineJar) : classpath;
-                Path result = scratch.resolve(variant.id + "-" + round + ".json");
-                System.out.printf(Locale.ROOT, "round %d, %s (load average %s)%n", round, variant.label, Machine.loadAverage());
-                List<String> java = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                        "-Xms512m", "-Xmx2g", "-Djava.awt.headless=true",
-                        "-Dbench.database=" + System.getProperty("bench.database", "bench"),
-                        "-cp", cp, ObservationCost.class.getName(),
-                        "--child", variant.id, "--round", Integer.toString(round), "--result", result.toString(),
-                        "--n", Integer.toString(n), "--drain-seconds", Integer.toString(capSeconds), "--cells", cellArg));
-                Process process = new ProcessBuilder(java).inheritIO().start();
-                if (process.waitFor() != 0) {
-                    throw new IllegalStateException(variant.id + " round " + round + " failed: exit " + process.exitValue());
-                }
-                rows.addAll(JSON.readValue(result.toFile(), new TypeReference<List<Map<String, Object>>>() {}));
-            }
-        }
+        // Reverse the order each round, so drift in the machine's load falls on every variant.
+        List<Map<String, Object>> rows = VariantDrains.run(ObservationCost.class,
+                round -> round % 2 == 1 ? forward : backward, rounds, settings, jars);
         machine.put("load_average_end", Machine.loadAverage());
-        report(command.trim(), machine, n, rounds, capSeconds, cells, baselineRev, rows, out);
+        report(command.trim(), machine, settings.n(), rounds, settings.capSeconds(), settings.cells(),
+                jars.baselineRev(), rows, out);
     }
 
     /** The report of an earlier run, from its results.json. */
@@ -322,12 +287,11 @@ public final class ObservationCost {
     }
 
     private static List<Map<String, Object>> rows(List<Map<String, Object>> rows, DrainCell cell, Variant variant) {
-        return rows.stream().filter(r -> variant.id.equals(r.get("variant")) && number(r, "workers") == cell.workers()
-                && number(r, "batch") == cell.batch()).toList();
+        return VariantDrains.rows(rows, cell, variant.id);
     }
 
     private static double median(List<Map<String, Object>> rows, String field) {
-        return Percentiles.median(rows.stream().map(r -> number(r, field)).toList());
+        return VariantDrains.median(rows, field);
     }
 
     private static String cpuMedians(List<Map<String, Object>> rows, DrainCell cell, String field) {
@@ -336,14 +300,6 @@ public final class ObservationCost {
     }
 
     private static double number(Map<String, Object> row, String field) {
-        return ((Number) row.get(field)).doubleValue();
-    }
-
-    private static String required(String property) {
-        String value = System.getProperty(property);
-        if (value == null || value.isEmpty()) {
-            throw new IllegalStateException("-D" + property + " is missing: run through benchmarks/observation-cost.sh");
-        }
-        return value;
+        return VariantDrains.number(row, field);
     }
 }
