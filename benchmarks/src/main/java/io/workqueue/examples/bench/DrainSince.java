@@ -6,11 +6,11 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The {@code process()} drain of this checkout's library against the library at an earlier commit,
@@ -30,45 +30,17 @@ public final class DrainSince {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
     /** Which library drains, and where its handlers run. */
-    enum Variant implements VariantDrains.Variant {
+    record Variant(String id, String label, boolean onBaseline, Drain.Mode mode) implements VariantDrains.Variant {
         /** The earlier jar's {@code process()} with default options: handlers on the driver's threads. */
-        BASELINE("baseline", "the earlier library, its defaults", true, Drain.Mode.PROCESS),
+        static final Variant BASELINE = new Variant("baseline", "the earlier library, its defaults", true, Drain.Mode.PROCESS);
         /** This checkout's default: handlers on the worker's own pool. */
-        POOL("pool", "this library, its defaults (the worker's pool)", false, Drain.Mode.PROCESS),
+        static final Variant POOL = new Variant("pool", "this library, its defaults (the worker's pool)", false,
+                Drain.Mode.PROCESS);
         /** This checkout with {@code handlerScheduler(Schedulers.immediate())}: as the baseline ran them. */
-        DRIVER("driver", "this library, handlers on the driver's threads", false, Drain.Mode.PROCESS_DRIVER);
-
-        private final String id;
-        private final String label;
-        private final boolean onBaseline;
-        private final Drain.Mode mode;
-
-        Variant(String id, String label, boolean onBaseline, Drain.Mode mode) {
-            this.id = id;
-            this.label = label;
-            this.onBaseline = onBaseline;
-            this.mode = mode;
-        }
-
-        @Override
-        public String id() {
-            return id;
-        }
-
-        @Override
-        public String label() {
-            return label;
-        }
-
-        @Override
-        public boolean onBaseline() {
-            return onBaseline;
-        }
-
-        @Override
-        public Drain.Mode mode() {
-            return mode;
-        }
+        static final Variant DRIVER = new Variant("driver", "this library, handlers on the driver's threads", false,
+                Drain.Mode.PROCESS_DRIVER);
+        /** Every variant, in the order the first round runs them and the report lists them. */
+        static final List<Variant> ALL = List.of(BASELINE, POOL, DRIVER);
     }
 
     private DrainSince() {}
@@ -78,50 +50,28 @@ public final class DrainSince {
     }
 
     private static void run(String[] args) throws Exception {
-        int n = 200_000;
-        int rounds = 7;
-        int capSeconds = 6;
-        int warmupSeconds = 8;
-        List<DrainCell> cells = List.of(new DrainCell(4, 100), new DrainCell(16, 10), new DrainCell(4, 1));
-        Path repo = Path.of(System.getProperty("bench.repo", ".")).toAbsolutePath().normalize();
-        Path out = null;
-        Variant child = null;
-        int childRound = 0;
-        Path childResult = null;
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            switch (args[i]) {
-                case "--n" -> n = Integer.parseInt(args[i + 1]);
-                case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
-                case "--drain-seconds" -> capSeconds = Integer.parseInt(args[i + 1]);
-                case "--warmup" -> warmupSeconds = Integer.parseInt(args[i + 1]);
-                case "--cells" -> cells = DrainCell.parseAll(args[i + 1]);
-                case "--out" -> out = Path.of(args[i + 1]);
-                // The parent's arguments to the JVMs it starts.
-                case "--child" -> child = VariantDrains.byId(Variant.values(), args[i + 1]);
-                case "--round" -> childRound = Integer.parseInt(args[i + 1]);
-                case "--result" -> childResult = Path.of(args[i + 1]);
-                default -> throw new IllegalArgumentException("usage: DrainSince [--n N] [--rounds R] [--drain-seconds S]"
-                        + " [--warmup S] [--cells 4x100,16x10,4x1] [--out DIR]; got " + args[i]);
-            }
-        }
-        VariantDrains.Settings settings = new VariantDrains.Settings(n, capSeconds, cells, warmupSeconds);
-        if (child != null) {
-            VariantDrains.drainOnce(child, childRound, settings, true, childResult);
+        VariantDrains.CommandLine line = VariantDrains.CommandLine.parse(args, new VariantDrains.Settings(200_000, 6,
+                List.of(new DrainCell(4, 100), new DrainCell(16, 10), new DrainCell(4, 1)), 8), 7, Set.of(),
+                "DrainSince [--n N] [--rounds R] [--drain-seconds S] [--warmup S] [--cells 4x100,16x10,4x1] [--out DIR]");
+        VariantDrains.Settings settings = line.settings();
+        if (line.child() != null) {
+            VariantDrains.drainOnce(VariantDrains.byId(Variant.ALL, line.child()), line.round(), settings, true,
+                    line.result());
             return;
         }
+        Path repo = Path.of(System.getProperty("bench.repo", ".")).toAbsolutePath().normalize();
+        int rounds = line.rounds();
         VariantDrains.Jars jars = VariantDrains.Jars.fromSystemProperties();
-        if (out == null) {
-            out = repo.resolve("docs/benchmarks/handler-scheduler/since-" + jars.baselineRev());
-        }
+        Path out = line.out() != null ? line.out()
+                : repo.resolve("docs/benchmarks/handler-scheduler/since-" + jars.baselineRev());
         Db db = Db.fromEnvironment(System.getProperty("bench.database", "bench"));
         Map<String, Object> machine = Machine.describe(db, repo);
         machine.put("baseline", jars.baselineRev() + " (" + jars.baseline() + ")");
         machine.put("variant_jvm_args", String.join(" ", VariantDrains.CHILD_JVM_ARGS));
         String command = ("benchmarks/drain-since.sh " + jars.baselineRev() + " " + String.join(" ", args)).trim();
         System.out.println("drain since " + jars.baselineRev() + ": " + command + " against " + db.url());
-        List<Variant> variants = List.of(Variant.values());
         List<Map<String, Object>> rows = VariantDrains.run(DrainSince.class,
-                round -> rotated(variants, round - 1), rounds, settings, jars);
+                round -> rotated(Variant.ALL, round - 1), rounds, settings, jars);
         db.dropQueueTables();
         machine.put("load_average_end", Machine.loadAverage());
         report(command, machine, jars.baselineRev(), rounds, settings, rows, out);
@@ -165,7 +115,7 @@ public final class DrainSince {
         Map<String, Object> summary = new LinkedHashMap<>();
         for (DrainCell cell : settings.cells()) {
             Map<Variant, Double> rate = new LinkedHashMap<>();
-            for (Variant variant : Variant.values()) {
+            for (Variant variant : Variant.ALL) {
                 List<Map<String, Object>> mine = VariantDrains.rows(rows, cell, variant.id());
                 rate.put(variant, VariantDrains.median(mine, "items_per_s"));
                 each.append(String.format(Locale.ROOT, "| %s | %s | %s |%n", cell, variant.id(), String.join(", ",
@@ -210,7 +160,7 @@ public final class DrainSince {
     }
 
     private static String cpuMedians(List<Map<String, Object>> rows, DrainCell cell, String column) {
-        return String.join(" / ", Arrays.stream(Variant.values()).map(v -> String.format(Locale.ROOT, "%.1f",
+        return String.join(" / ", Variant.ALL.stream().map(v -> String.format(Locale.ROOT, "%.1f",
                 VariantDrains.median(VariantDrains.rows(rows, cell, v.id()), column))).toList());
     }
 }

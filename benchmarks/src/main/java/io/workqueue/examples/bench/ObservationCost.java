@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.UnaryOperator;
 
 /**
@@ -93,44 +94,22 @@ public final class ObservationCost {
     }
 
     private static void run(String[] args) throws Exception {
-        int n = 100_000;
-        int rounds = 5;
-        int capSeconds = 12;
-        int warmupSeconds = 2;
-        List<DrainCell> cells = List.of(new DrainCell(4, 100), new DrainCell(16, 10));
+        // --report-from writes the report again from an earlier run's results.json (into --out), measuring nothing.
+        VariantDrains.CommandLine line = VariantDrains.CommandLine.parse(args, new VariantDrains.Settings(100_000, 12,
+                List.of(new DrainCell(4, 100), new DrainCell(16, 10)), 2), 5, Set.of("--report-from"),
+                "ObservationCost [--n N] [--rounds R] [--drain-seconds S] [--cells 4x100,16x10] [--warmup S] [--out DIR]"
+                        + " [--report-from results.json]");
         Path repo = Path.of(System.getProperty("bench.repo", ".")).toAbsolutePath().normalize();
-        Path out = repo.resolve("docs/benchmarks/observations");
-        Variant child = null;
-        int childRound = 0;
-        Path childResult = null;
-        Path reportFrom = null;
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            switch (args[i]) {
-                case "--n" -> n = Integer.parseInt(args[i + 1]);
-                case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
-                case "--drain-seconds" -> capSeconds = Integer.parseInt(args[i + 1]);
-                case "--warmup" -> warmupSeconds = Integer.parseInt(args[i + 1]);
-                case "--cells" -> cells = DrainCell.parseAll(args[i + 1]);
-                case "--out" -> out = Path.of(args[i + 1]);
-                // The parent's arguments to the JVMs it starts.
-                case "--child" -> child = VariantDrains.byId(Variant.values(), args[i + 1]);
-                case "--round" -> childRound = Integer.parseInt(args[i + 1]);
-                case "--result" -> childResult = Path.of(args[i + 1]);
-                // Writes the report again from an earlier run's results.json (into --out), measuring nothing.
-                case "--report-from" -> reportFrom = Path.of(args[i + 1]);
-                default -> throw new IllegalArgumentException("usage: ObservationCost [--n N] [--rounds R]"
-                        + " [--drain-seconds S] [--cells 4x100,16x10] [--warmup S] [--out DIR] [--report-from results.json]; got "
-                        + args[i]);
-            }
-        }
-        VariantDrains.Settings settings = new VariantDrains.Settings(n, capSeconds, cells, warmupSeconds);
-        if (child != null) {
+        Path out = line.out() != null ? line.out() : repo.resolve("docs/benchmarks/observations");
+        String reportFrom = line.extra().get("--report-from");
+        if (line.child() != null) {
             // On the table the parent made: the baseline's older library works on today's schema.
-            VariantDrains.drainOnce(child, childRound, settings, false, childResult);
+            VariantDrains.drainOnce(VariantDrains.byId(List.of(Variant.values()), line.child()), line.round(),
+                    line.settings(), false, line.result());
         } else if (reportFrom != null) {
-            rerender(reportFrom, out);
+            rerender(Path.of(reportFrom), out);
         } else {
-            compare(args, rounds, settings, repo, out);
+            compare(args, line.rounds(), line.settings(), repo, out);
         }
     }
 

@@ -13,8 +13,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.IntFunction;
 import java.util.function.UnaryOperator;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code process()} drain run several ways, each (variant, round) in a JVM of its own: so that
@@ -64,6 +66,54 @@ final class VariantDrains {
             return List.of("--n", Integer.toString(n), "--drain-seconds", Integer.toString(capSeconds), "--cells",
                     String.join(",", cells.stream().map(DrainCell::arg).toList()), "--warmup",
                     Integer.toString(warmupSeconds));
+        }
+    }
+
+    /**
+     * A main's command line: the drain's settings, the rounds and the output folder, and, in a
+     * child, the variant, round and result file the parent passed ({@link #run}); options of the
+     * main's own land in {@code extra}.
+     */
+    record CommandLine(Settings settings, int rounds, @Nullable Path out, @Nullable String child, int round,
+            @Nullable Path result, Map<String, String> extra) {
+        /**
+         * Parses {@code --n}, {@code --rounds}, {@code --drain-seconds}, {@code --warmup},
+         * {@code --cells}, {@code --out}, the child's {@code --child}, {@code --round} and
+         * {@code --result}, and the {@code extraOptions}, over the defaults given; anything else
+         * fails with {@code usage}.
+         */
+        static CommandLine parse(String[] args, Settings defaults, int rounds, Set<String> extraOptions, String usage) {
+            int n = defaults.n();
+            int capSeconds = defaults.capSeconds();
+            int warmupSeconds = defaults.warmupSeconds();
+            List<DrainCell> cells = defaults.cells();
+            Path out = null;
+            String child = null;
+            int round = 0;
+            Path result = null;
+            Map<String, String> extra = new LinkedHashMap<>();
+            for (int i = 0; i + 1 < args.length; i += 2) {
+                String value = args[i + 1];
+                switch (args[i]) {
+                    case "--n" -> n = Integer.parseInt(value);
+                    case "--rounds" -> rounds = Integer.parseInt(value);
+                    case "--drain-seconds" -> capSeconds = Integer.parseInt(value);
+                    case "--warmup" -> warmupSeconds = Integer.parseInt(value);
+                    case "--cells" -> cells = DrainCell.parseAll(value);
+                    case "--out" -> out = Path.of(value);
+                    case "--child" -> child = value;
+                    case "--round" -> round = Integer.parseInt(value);
+                    case "--result" -> result = Path.of(value);
+                    default -> {
+                        if (!extraOptions.contains(args[i])) {
+                            throw new IllegalArgumentException("usage: " + usage + "; got " + args[i]);
+                        }
+                        extra.put(args[i], value);
+                    }
+                }
+            }
+            return new CommandLine(new Settings(n, capSeconds, cells, warmupSeconds), rounds, out, child, round, result,
+                    extra);
         }
     }
 
@@ -164,10 +214,10 @@ final class VariantDrains {
     }
 
     /** The variant of {@code values} named {@code id} (a child's {@code --child}). */
-    static <V extends Variant> V byId(V[] values, String id) {
-        return Arrays.stream(values).filter(v -> v.id().equals(id)).findFirst()
+    static <V extends Variant> V byId(List<V> values, String id) {
+        return values.stream().filter(v -> v.id().equals(id)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("no variant " + id + " among "
-                        + Arrays.stream(values).map(Variant::id).toList()));
+                        + values.stream().map(Variant::id).toList()));
     }
 
     /** The rows of one cell and variant. */
