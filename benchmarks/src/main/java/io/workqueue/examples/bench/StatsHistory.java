@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -42,7 +43,9 @@ import reactor.core.publisher.Mono;
  * nothing is reapable), built by {@code INSERT ... SELECT generate_series} in batches. Before each
  * size is measured the pending rows are given fresh times (ready for under a minute, so the health
  * check's answer is "no" throughout, the common case) and the table is VACUUM ANALYZEd, as
- * autovacuum would have done, since the machine's server runs without it.
+ * autovacuum would have done, since the machine's server runs without it; then the library's look
+ * behind the claim cursors runs once, as the first instance to claim would run it, and marks the
+ * due index's entries of dead versions it passes, as a claimed queue's looks keep doing.
  *
  * <p>At each size, sequentially on one queue instance: rounds of {@code stats()} and
  * {@code readyLongerThan}, with the old stats read (every row of the queue, history included;
@@ -61,6 +64,9 @@ final class StatsHistory {
     static final double STATS_TARGET_MS = 50;
     static final double HEALTH_TARGET_MS = 10;
     static final double GROWTH_TARGET = 1.10;
+    /** stats() calls timed at each size before the look behind the cursors, after as many warm-up calls. */
+    static final int LOOK_CALLS = 30;
+    static final int LOOK_WARMUP_CALLS = 5;
 
     /**
      * The read {@code stats()} made before the change, as it was written then (at 2bb7396), with
@@ -279,6 +285,27 @@ final class StatsHistory {
                 .config(WorkQueueConfig.builder(QUEUE).tablePrefix(PREFIX).maxAttempts(MAX_ATTEMPTS).build())
                 .build();
 
+        // A queue in service is claimed from, and each instance's look behind its claim cursors walks
+        // every band from its head to its first due item. That index scan marks the entries of dead
+        // versions it passes (the index's kill bits), and later reads, the stats read's bitmap scan
+        // included, skip them. Nothing claims from this table, so run the look once, as the first
+        // instance to claim would; what stats() cost before it is kept beside (its own calls only: the
+        // health check's index scan marks entries too).
+        List<Double> beforeLookMillis = new ArrayList<>();
+        for (int call = 0; call < LOOK_WARMUP_CALLS + LOOK_CALLS; call++) {
+            record(call >= LOOK_WARMUP_CALLS, beforeLookMillis, () -> queue.stats());
+        }
+        facts.put("stats_p50_ms_before_look", round3(Percentiles.median(beforeLookMillis)));
+        facts.put("stats_max_ms_before_look", round3(Collections.max(beforeLookMillis)));
+        String statsCompleted = sql.statsCompleted.replace("$1", "'" + QUEUE + "'");
+        String beforeLook = explainAfter(pool, statsCompleted, sql.stats, QUEUE, MAX_ATTEMPTS);
+        facts.put("stats_buffers_before_look", buffers(beforeLook));
+        facts.put("stats_ms_before_look", executionMillis(beforeLook));
+        facts.put("stats_index_entries_before_look", bitmapEntries(beforeLook));
+        facts.put("look_buffers", buffers(explain(pool, sql.lookBehindCursors, QUEUE, MAX_ATTEMPTS)));
+        facts.put("stats_index_entries_after_look",
+                bitmapEntries(explainAfter(pool, statsCompleted, sql.stats, QUEUE, MAX_ATTEMPTS)));
+
         Stats first = queue.stats().block();
         Map<String, Object> oldFirst = oldRead(pool).block();
         facts.put("stats_at_start", String.valueOf(first));
@@ -317,7 +344,6 @@ final class StatsHistory {
 
         // The pending counts as the library runs them: after statsCompleted, in its transaction, under
         // the settings it made (the completed count itself reads the reap index, a few hundred buffers).
-        String statsCompleted = sql.statsCompleted.replace("$1", "'" + QUEUE + "'");
         Read stats = new Read("stats()", statsMillis, 0, explainAfter(pool, statsCompleted, sql.stats, QUEUE, MAX_ATTEMPTS));
         Read health = new Read("readyLongerThan(5 min)", healthMillis, 0,
                 explain(pool, sql.readyLongerThan, QUEUE, MAX_ATTEMPTS, HEALTH_THRESHOLD.toNanos() / 1000));
@@ -416,6 +442,12 @@ final class StatsHistory {
     static double jitMillis(String plan) {
         Matcher m = Pattern.compile("Timing: .*Total ([0-9.]+) ms").matcher(plan);
         return m.find() ? Double.parseDouble(m.group(1)) : 0;
+    }
+
+    /** The entries the bitmap index scan of a plan returned (dead versions' entries included unless marked). */
+    static long bitmapEntries(String plan) {
+        Matcher m = Pattern.compile("Bitmap Index Scan on \\S+_due_idx .*\\(actual time=[0-9.]+\\.\\.[0-9.]+ rows=(\\d+)").matcher(plan);
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
     }
 
     /** The server's own execution time from a plan. */
@@ -630,6 +662,23 @@ final class StatsHistory {
         md.append("**Autovacuum is off on this server**, so after each load (and the update of the pending rows) the harness ran")
                 .append(" `VACUUM ANALYZE` on the table, as autovacuum would have, then `CHECKPOINT`, so no build writes overlap the")
                 .append(" timings.\n\n");
+        md.append("**Then one look behind the claim cursors** (the library's `lookBehindCursors`, run once through `EXPLAIN")
+                .append(" (ANALYZE, BUFFERS)`), as the first instance to claim from the queue would run it. A queue in service is")
+                .append(" claimed from, and every instance's looks walk each band of the due index from its head to its first due")
+                .append(" item; that index scan marks the entries of dead row versions it passes (the index's kill bits), and later")
+                .append(" reads, the stats read's bitmap scan included, skip them. This table is not claimed from, and the VACUUM")
+                .append(" of the large size skips index cleanup (the re-timed pending rows' old versions sit on under 2 % of its")
+                .append(" pages), so without the look the 20,000,000 size alone would be read with the re-timing's dead entries")
+                .append(" in it, a state no claimed queue stays in. Both states, per size: `stats()` before the look ")
+                .append(sizes.stream().map(z -> "p50 " + z.facts().get("stats_p50_ms_before_look") + " ms (max "
+                        + z.facts().get("stats_max_ms_before_look") + ")").toList())
+                .append(" over ").append(LOOK_CALLS).append(" calls after ").append(LOOK_WARMUP_CALLS)
+                .append(" warm-up calls; the due index's entries its bitmap returned ")
+                .append(sizes.stream().map(z -> count((Long) z.facts().get("stats_index_entries_before_look")) + " before, "
+                        + count((Long) z.facts().get("stats_index_entries_after_look")) + " after").toList())
+                .append(" the look, for ").append(count(o.pending())).append(" pending rows; the look itself touched ")
+                .append(sizes.stream().map(z -> count((Long) z.facts().get("look_buffers"))).toList())
+                .append(" buffers, once.\n\n");
         md.append("| completed rows | build s | VACUUM ANALYZE + CHECKPOINT s | heap MiB | pkey MiB | due index MiB | reap index MiB |")
                 .append(" timed phase s |\n|---|---|---|---|---|---|---|---|\n");
         for (Size size : sizes) {
