@@ -44,7 +44,7 @@ final class FleetRuns {
 
     /** One drain by P members: library or peer. */
     record DrainRun(String who, int processes, int repeat, long items, double seconds, double tableSeconds,
-            CpuMeter.Use cpu, double sessionSeconds, MembersJit jit) {
+            CpuMeter.Use cpu, double sessionSeconds, MembersJit jit, WalMeter.Use wal) {
         double itemsPerSecond() {
             return seconds > 0 ? items / seconds : Double.NaN;
         }
@@ -95,6 +95,12 @@ final class FleetRuns {
             row.put("own_sessions_cpu_us_per_item", Bench.round(run.sessionMicrosPerItem(), 1));
             row.put("client_cpu_us_per_item", Bench.round(run.cpu().clientSeconds() * 1e6 / Math.max(1, run.items()), 1));
             row.put("machine_busy", Bench.round(run.cpu().machineBusy(), 3));
+            row.put("wal_records_per_item", Bench.round(run.wal().recordsPerItem(run.items()), 2));
+            row.put("wal_bytes_per_item", Math.round(run.wal().bytesPerItem(run.items())));
+            row.put("wal_full_page_images", run.wal().fullPageImages());
+            row.put("checkpoints_during_run", run.wal().checkpoints());
+            row.put("wal_from_lsn", run.wal().fromLsn());
+            row.put("wal_to_lsn", run.wal().toLsn());
             row.put("members_warmup_rounds", run.jit().warmupRounds());
             row.put("members_jit_ms_during_run", run.jit().duringRun());
             rows.add(row);
@@ -107,7 +113,8 @@ final class FleetRuns {
         }
         Table t = new Table(String.format(Locale.ROOT, "1. Drain of %,d keys by P processes, %d workers in total (medians)", o.n,
                 o.workers), "P", "library items/s", "÷ P=1", "server µs/item", "÷ P=1", "own sessions µs/item", "÷ P=1",
-                "Graphile items/s", "Graphile server µs/item", "library ÷ Graphile items/s", "library ÷ Graphile server µs/item");
+                "WAL records/item", "Graphile items/s", "Graphile server µs/item", "Graphile WAL records/item",
+                "library ÷ Graphile items/s", "library ÷ Graphile server µs/item");
         Map<Integer, double[]> lib = new LinkedHashMap<>();
         Map<Integer, double[]> peer = new LinkedHashMap<>();
         for (int p : o.processes) {
@@ -120,22 +127,28 @@ final class FleetRuns {
             double[] l = lib.get(p);
             double[] g = peer.get(p);
             t.row(p, Table.rate(l[0]), Table.ratio(l[0] / base[0]), us(l[1]), Table.ratio(l[1] / base[1]), us(l[2]),
-                    Table.ratio(l[2] / base[2]), Table.rate(g[0]), us(g[1]), Table.ratio(l[0] / g[0]), Table.ratio(l[1] / g[1]));
+                    Table.ratio(l[2] / base[2]), walRecords(l[3]), Table.rate(g[0]), us(g[1]), walRecords(g[3]),
+                    Table.ratio(l[0] / g[0]), Table.ratio(l[1] / g[1]));
             Map<String, Object> s = new LinkedHashMap<>();
             s.put("processes", p);
             s.put("library_items_per_s", Math.round(l[0]));
             s.put("library_server_cpu_us_per_item", Bench.round(l[1], 1));
             s.put("library_own_sessions_cpu_us_per_item", Bench.round(l[2], 1));
+            s.put("library_wal_records_per_item", Bench.round(l[3], 2));
             s.put("graphile_items_per_s", Double.isNaN(g[0]) ? null : Math.round(g[0]));
             s.put("graphile_server_cpu_us_per_item", Double.isNaN(g[1]) ? null : Bench.round(g[1], 1));
             s.put("graphile_own_sessions_cpu_us_per_item", Double.isNaN(g[2]) ? null : Bench.round(g[2], 1));
+            s.put("graphile_wal_records_per_item", Double.isNaN(g[3]) ? null : Bench.round(g[3], 2));
             summary.add(s);
         }
         drain.put("medians", summary);
         results.put("drain", drain);
         t.note("items/s: all members' completions ÷ (latest completion − go), machine clock. Server µs/item: every postgres"
                 + " process (/proc); own sessions: only the backends of this drain's database. Every run per P is in drain.csv,"
-                + " with the table-based rate for the library (Drain's formula) beside the client-based one."
+                + " with the table-based rate for the library (Drain's formula) beside the client-based one. WAL records per"
+                + " item: what the server logged during the run (pg_stat_wal, the whole cluster), a count the machine's load"
+                + " does not move; a row a claim locks and then lets go (leased by another member since the claim's snapshot)"
+                + " is a record too; WAL bytes and the checkpoints that began during each run are in drain.csv."
                 + (peerSkipped != null ? " Peer skipped: " + peerSkipped + "." : ""));
         tables.add(t);
         t.print();
@@ -150,12 +163,17 @@ final class FleetRuns {
                 String.format(Locale.ROOT, "%s vs %s µs/item", us(top[2]), us(base[2])), top[2] / base[2], 1.25, false));
     }
 
-    /** Median items/s, server µs/item and own-session µs/item of one side at one P; NaN when none ran. */
+    /** Median items/s, server µs/item, own-session µs/item and WAL records/item of one side at one P; NaN when none ran. */
     private static double[] medians(List<DrainRun> runs, String who, int p) {
         List<DrainRun> cell = runs.stream().filter(r -> r.who().equals(who) && r.processes() == p).toList();
         return new double[] {Percentiles.median(cell.stream().map(DrainRun::itemsPerSecond).toList()),
                 Percentiles.median(cell.stream().map(DrainRun::serverMicrosPerItem).toList()),
-                Percentiles.median(cell.stream().map(DrainRun::sessionMicrosPerItem).toList())};
+                Percentiles.median(cell.stream().map(DrainRun::sessionMicrosPerItem).toList()),
+                Percentiles.median(cell.stream().map(r -> r.wal().recordsPerItem(r.items())).toList())};
+    }
+
+    private static String walRecords(double perItem) {
+        return Double.isNaN(perItem) ? "—" : String.format(Locale.ROOT, "%.2f", perItem);
     }
 
     private DrainRun libraryDrain(Fleet.Options o, int p, int repeat) throws Exception {
@@ -176,7 +194,7 @@ final class FleetRuns {
                 row -> new double[] {row.get(0, Double.class), row.get(1, Double.class)});
         double tableSeconds = table2.get(0)[1] - m.serverGo;
         DrainRun run = new DrainRun("library", p, repeat, (long) table2.get(0)[0], m.seconds, tableSeconds, m.cpu, m.sessionSeconds,
-                MembersJit.of(m.reports));
+                MembersJit.of(m.reports), m.wal);
         print(run);
         return run;
     }
@@ -207,7 +225,7 @@ final class FleetRuns {
             return null;
         }
         DrainRun run = new DrainRun("graphile-worker", p, repeat, m.completed, m.seconds, Double.NaN, m.cpu, m.sessionSeconds,
-                MembersJit.NONE);
+                MembersJit.NONE, m.wal);
         print(run);
         return run;
     }
@@ -224,11 +242,14 @@ final class FleetRuns {
 
     private static void print(DrainRun run) {
         System.out.printf(Locale.ROOT, "  drain %-15s P=%d #%d %8d items in %6.2f s = %8.0f items/s (table %s);"
-                        + " server %5.1f µs/item (own sessions %5.1f), client %5.1f µs/item, machine %3.0f%% busy%s%n",
+                        + " server %5.1f µs/item (own sessions %5.1f), client %5.1f µs/item, machine %3.0f%% busy;"
+                        + " WAL %.2f records, %.0f bytes per item%s%s%n",
                 run.who(), run.processes(), run.repeat(), run.items(), run.seconds(), run.itemsPerSecond(),
                 Double.isNaN(run.tableSeconds()) ? "—" : String.format(Locale.ROOT, "%.0f", run.items() / run.tableSeconds()),
                 run.serverMicrosPerItem(), run.sessionMicrosPerItem(),
                 run.cpu().clientSeconds() * 1e6 / Math.max(1, run.items()), 100 * run.cpu().machineBusy(),
+                run.wal().recordsPerItem(run.items()), run.wal().bytesPerItem(run.items()),
+                run.wal().checkpoints() > 0 ? " (a checkpoint began during it)" : "",
                 run.jit().duringRun().isEmpty() ? "" : "; members' JIT compiling " + run.jit().duringRun() + " ms during it,"
                         + " after " + run.jit().warmupRounds() + " warm-up rounds");
     }
@@ -255,7 +276,7 @@ final class FleetRuns {
 
     /** What a measured stretch of members' work came to. */
     private record Measured(long completed, double seconds, CpuMeter.Use cpu, double sessionSeconds, double serverGo,
-            List<Map<String, Object>> reports) {}
+            List<Map<String, Object>> reports, WalMeter.Use wal) {}
 
     /**
      * Waits for the members' {@code ready}, takes the counters, sends {@code go}; when their
@@ -271,6 +292,7 @@ final class FleetRuns {
             }
             double serverGo = db.query("SELECT extract(epoch FROM clock_timestamp())::float8", row -> row.get(0, Double.class)).get(0);
             Map<Long, Double> sessionsBefore = Fleet.sessionCpu(db, sessionsOf);
+            WalMeter.Snapshot walBefore = WalMeter.take(db);
             CpuMeter.Snapshot before = CpuMeter.take();
             long go = FleetMember.epochMicros();
             members.forEach(m -> m.send("go"));
@@ -286,6 +308,7 @@ final class FleetRuns {
                 Fleet.allDone(members, Duration.ofSeconds(capSeconds));
             }
             CpuMeter.Use cpu = CpuMeter.take().since(before);
+            WalMeter.Use wal = WalMeter.take(db).since(walBefore);
             double sessions = Fleet.sessionCpuSince(sessionsBefore, Fleet.sessionCpu(db, sessionsOf));
             long completed = 0;
             long last = go;
@@ -297,7 +320,7 @@ final class FleetRuns {
                     last = Math.max(last, n.longValue());
                 }
             }
-            return new Measured(completed, (last - go) / 1e6, cpu, sessions, serverGo, reports);
+            return new Measured(completed, (last - go) / 1e6, cpu, sessions, serverGo, reports, wal);
         } finally {
             for (Fleet.Member m : members) {
                 m.exit();
