@@ -328,7 +328,11 @@ public final class Fleet {
                 the server did meanwhile. On a shared machine that includes other people's work, so each phase also
                 reports **own sessions**: the CPU of the backends connected to the benchmark's database (or the peer's),
                 read from `/proc/<pid>/stat` for the pids `pg_stat_activity` lists, before the start and before the
-                members disconnect. Members keep their pools open until then for this reason.
+                members disconnect. Members keep their pools open until then for this reason. Every measured stretch
+                (a drain, a transactional-enqueue round, housekeeping) starts after a `CHECKPOINT`, so that no checkpoint
+                flushes earlier runs' writes during it; drain.csv says whether one began anyway, and what the server
+                wrote to its log (`WalMeter.java`: `pg_stat_wal`'s records, full-page images and bytes per item, a count
+                the machine's load does not move).
 
                 1. **Drain** (`Fleet`, `FleetMember drain`): the table is emptied, N keys inserted by SQL and VACUUM
                    ANALYZEd. P member JVMs start, each with a pool of W/P + 1 connections, and drain warm-up backlogs of

@@ -274,6 +274,17 @@ final class FleetRuns {
         }
     }
 
+    /**
+     * A checkpoint before each measured stretch, so that none begins during it only to flush what
+     * earlier runs, preloads and warm-ups dirtied: the checkpointer's CPU counts as the server's, and
+     * a checkpoint's writes slow every commit's WAL flush while they last. Each stretch then starts
+     * alike (its first change to each page logs a full-page image). One may still begin during a
+     * long stretch; drain.csv says when.
+     */
+    private void flushEarlierWrites() {
+        db.exec("CHECKPOINT");
+    }
+
     /** What a measured stretch of members' work came to. */
     private record Measured(long completed, double seconds, CpuMeter.Use cpu, double sessionSeconds, double serverGo,
             List<Map<String, Object>> reports, WalMeter.Use wal) {}
@@ -291,6 +302,7 @@ final class FleetRuns {
                 return null;
             }
             double serverGo = db.query("SELECT extract(epoch FROM clock_timestamp())::float8", row -> row.get(0, Double.class)).get(0);
+            flushEarlierWrites();
             Map<Long, Double> sessionsBefore = Fleet.sessionCpu(db, sessionsOf);
             WalMeter.Snapshot walBefore = WalMeter.take(db);
             CpuMeter.Snapshot before = CpuMeter.take();
@@ -553,6 +565,7 @@ final class FleetRuns {
         AtomicLong sequence = new AtomicLong();
         AtomicLong failures = new AtomicLong();
         String insert = "INSERT INTO " + Fleet.BUSINESS_TABLE + " (ref) VALUES ($1)";
+        flushEarlierWrites();
         CpuMeter.Snapshot before = CpuMeter.take();
         long self = ProcessHandle.current().pid();
         double clientBefore = CpuMeter.processSeconds(self);
