@@ -301,8 +301,8 @@ final class FleetRuns {
             if (!Fleet.allReady(members, startup)) {
                 return null;
             }
-            double serverGo = db.query("SELECT extract(epoch FROM clock_timestamp())::float8", row -> row.get(0, Double.class)).get(0);
             flushEarlierWrites();
+            double serverGo = db.query("SELECT extract(epoch FROM clock_timestamp())::float8", row -> row.get(0, Double.class)).get(0);
             Map<Long, Double> sessionsBefore = Fleet.sessionCpu(db, sessionsOf);
             WalMeter.Snapshot walBefore = WalMeter.take(db);
             CpuMeter.Snapshot before = CpuMeter.take();
