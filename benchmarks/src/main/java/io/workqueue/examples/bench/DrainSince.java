@@ -1,9 +1,6 @@
 package io.workqueue.examples.bench;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -27,8 +24,6 @@ import java.util.Set;
  * earlier jar.
  */
 public final class DrainSince {
-    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-
     /** Which library drains, and where its handlers run. */
     record Variant(String id, String label, boolean onBaseline, Drain.Mode mode) implements VariantDrains.Variant {
         /** The earlier jar's {@code process()} with default options: handlers on the driver's threads. */
@@ -126,7 +121,8 @@ public final class DrainSince {
             double driver = rate.get(Variant.DRIVER);
             md.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | **%.2f×** | %.2f× | %.2f× | %s | %s |%n", cell,
                     Table.rate(base), Table.rate(pool), Table.rate(driver), pool / base, pool / driver, driver / base,
-                    cpuMedians(rows, cell, "client_cpu_us_per_item"), cpuMedians(rows, cell, "server_cpu_us_per_item")));
+                    VariantDrains.cpuMedians(rows, cell, Variant.ALL, "client_cpu_us_per_item"),
+                    VariantDrains.cpuMedians(rows, cell, Variant.ALL, "server_cpu_us_per_item")));
             Map<String, Object> entry = new LinkedHashMap<>();
             rate.forEach((variant, value) -> entry.put(variant.id() + "_items_per_s_median", Math.round(value)));
             entry.put("pool_over_baseline", Bench.round(pool / base, 3));
@@ -137,10 +133,6 @@ public final class DrainSince {
         }
         md.append("\nCPU from /proc, as in the drain benchmark (medians): client = the variant's JVM, server = every"
                 + " postgres process.\n\nEvery round (also in runs.csv and results.json):\n\n").append(each);
-        md.append("\n## Machine\n\n| | |\n|---|---|\n");
-        machine.forEach((k, v) -> md.append("| ").append(k).append(" | ").append(v).append(" |\n"));
-
-        Files.createDirectories(out);
         Map<String, Object> results = new LinkedHashMap<>();
         results.put("machine", machine);
         results.put("command", command);
@@ -151,16 +143,6 @@ public final class DrainSince {
         results.put("warmup_seconds", settings.warmupSeconds());
         results.put("summary", summary);
         results.put("runs", rows);
-        JSON.writeValue(out.resolve("results.json").toFile(), results);
-        Report.csv(out.resolve("runs.csv"), rows);
-        Files.writeString(out.resolve("README.md"), md);
-        System.out.println();
-        System.out.println(md);
-        System.out.println("Results in " + out);
-    }
-
-    private static String cpuMedians(List<Map<String, Object>> rows, DrainCell cell, String column) {
-        return String.join(" / ", Variant.ALL.stream().map(v -> String.format(Locale.ROOT, "%.1f",
-                VariantDrains.median(VariantDrains.rows(rows, cell, v.id()), column))).toList());
+        VariantDrains.writeReport(out, md, machine, results, rows, "runs.csv");
     }
 }

@@ -8,10 +8,8 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 import io.workqueue.WorkQueueBuilder;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -194,8 +192,8 @@ public final class ObservationCost {
                     cell, Table.rate(base), Table.rate(rate.get(Variant.NONE)), Table.rate(rate.get(Variant.NOOP)),
                     Table.rate(rate.get(Variant.METER)), rate.get(Variant.NONE) / base, rate.get(Variant.NOOP) / base,
                     rate.get(Variant.METER) / base, rate.get(Variant.NOOP) / rate.get(Variant.NONE)));
-            cpu.append("| ").append(cell).append(" | ").append(cpuMedians(rows, cell, "client_cpu_us_per_item"))
-                    .append(" | ").append(cpuMedians(rows, cell, "server_cpu_us_per_item")).append(" |\n");
+            cpu.append("| ").append(cell).append(" | ").append(VariantDrains.cpuMedians(rows, cell, List.of(Variant.values()), "client_cpu_us_per_item"))
+                    .append(" | ").append(VariantDrains.cpuMedians(rows, cell, List.of(Variant.values()), "server_cpu_us_per_item")).append(" |\n");
             Map<String, Object> entry = new LinkedHashMap<>();
             rate.forEach((variant, value) -> entry.put(variant.id + "_items_per_s_median", Math.round(value)));
             entry.put("none_over_baseline", Bench.round(rate.get(Variant.NONE) / base, 3));
@@ -212,10 +210,6 @@ public final class ObservationCost {
         md.append("\nCPU from /proc, as in the drain benchmark (medians): client = the variant's JVM, server = every"
                 + " postgres process.\n\n").append(cpu);
         md.append("\nEvery round (also in drain.csv and results.json):\n\n").append(each);
-        md.append("\n## Machine\n\n| | |\n|---|---|\n");
-        machine.forEach((k, v) -> md.append("| ").append(k).append(" | ").append(v).append(" |\n"));
-
-        Files.createDirectories(out);
         Map<String, Object> results = new LinkedHashMap<>();
         results.put("machine", machine);
         results.put("command", command);
@@ -224,12 +218,7 @@ public final class ObservationCost {
         results.put("cap_seconds", capSeconds);
         results.put("summary", summary);
         results.put("runs", rows);
-        JSON.writeValue(out.resolve("results.json").toFile(), results);
-        Report.csv(out.resolve("drain.csv"), rows);
-        Files.writeString(out.resolve("README.md"), md);
-        System.out.println();
-        System.out.println(md);
-        System.out.println("Results in " + out);
+        VariantDrains.writeReport(out, md, machine, results, rows, "drain.csv");
     }
 
     /**
@@ -271,11 +260,6 @@ public final class ObservationCost {
 
     private static double median(List<Map<String, Object>> rows, String field) {
         return VariantDrains.median(rows, field);
-    }
-
-    private static String cpuMedians(List<Map<String, Object>> rows, DrainCell cell, String field) {
-        return String.join(" / ", Arrays.stream(Variant.values())
-                .map(v -> String.format(Locale.ROOT, "%.1f", median(rows(rows, cell, v), field))).toList());
     }
 
     private static double number(Map<String, Object> row, String field) {

@@ -2,6 +2,7 @@ package io.workqueue.examples.bench;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
 import io.workqueue.WorkQueueBuilder;
 import java.io.File;
 import java.io.IOException;
@@ -33,6 +34,7 @@ import org.jspecify.annotations.Nullable;
  */
 final class VariantDrains {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper REPORT_JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     /** Every child's JVM options (the parent's own, which the machine tables show, differ). */
     static final List<String> CHILD_JVM_ARGS = List.of("-Xms512m", "-Xmx2g", "-Djava.awt.headless=true");
 
@@ -233,5 +235,29 @@ final class VariantDrains {
 
     static double number(Map<String, Object> row, String column) {
         return ((Number) row.get(column)).doubleValue();
+    }
+
+    /** A CPU column's medians in one cell, one per variant in {@code variants}' order, "a / b / c". */
+    static String cpuMedians(List<Map<String, Object>> rows, DrainCell cell, List<? extends Variant> variants, String column) {
+        return String.join(" / ", variants.stream().map(v -> String.format(Locale.ROOT, "%.1f",
+                median(rows(rows, cell, v.id()), column))).toList());
+    }
+
+    /**
+     * Ends a report: appends the machine's table to {@code md}, writes {@code results} as
+     * results.json, the rows as {@code csvName} and {@code md} as README.md into {@code out}, and
+     * prints the README.
+     */
+    static void writeReport(Path out, StringBuilder md, Map<String, Object> machine, Map<String, Object> results,
+            List<Map<String, Object>> rows, String csvName) throws IOException {
+        md.append("\n## Machine\n\n| | |\n|---|---|\n");
+        machine.forEach((k, v) -> md.append("| ").append(k).append(" | ").append(v).append(" |\n"));
+        Files.createDirectories(out);
+        REPORT_JSON.writeValue(out.resolve("results.json").toFile(), results);
+        Report.csv(out.resolve(csvName), rows);
+        Files.writeString(out.resolve("README.md"), md);
+        System.out.println();
+        System.out.println(md);
+        System.out.println("Results in " + out);
     }
 }
