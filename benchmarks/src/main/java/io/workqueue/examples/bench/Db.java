@@ -159,11 +159,29 @@ final class Db {
      * runs VACUUM ANALYZE, so every run starts from the same physical state.
      */
     void preload(String prefix, String queue, int n) {
+        preload(prefix, List.of(queue), n);
+    }
+
+    /**
+     * Empties {@code prefix}'s table and enqueues {@code n} keys spread evenly over {@code queues}
+     * (the same keys in each, {@code n / queues.size()} per queue), then VACUUM ANALYZEs it.
+     */
+    void preload(String prefix, List<String> queues, int n) {
         String table = WorkQueueMigrations.tableName(prefix);
         exec("TRUNCATE " + table,
-                "INSERT INTO " + table + " (queue_name, item_key) SELECT '" + queue + "', 'k' || lpad(g::text, 8, '0')"
-                        + " FROM generate_series(1, " + n + ") g",
+                "INSERT INTO " + table + " (queue_name, item_key) SELECT q, 'k' || lpad(g::text, 8, '0')"
+                        + " FROM unnest(" + textArray(queues) + ") AS q, generate_series(1, " + (n / queues.size()) + ") g",
                 "VACUUM ANALYZE " + table);
+    }
+
+    /** A text[] literal of the benchmark's own names (letters, digits, '-', '_' only: checked). */
+    static String textArray(List<String> names) {
+        for (String name : names) {
+            if (!name.matches("[A-Za-z0-9_-]+")) {
+                throw new IllegalArgumentException("not a benchmark name: " + name);
+            }
+        }
+        return "ARRAY['" + String.join("', '", names) + "']::text[]";
     }
 
     /** Rows updated in {@code table} so far, and how many of those updates were HOT: {n_tup_upd, n_tup_hot_upd}. */

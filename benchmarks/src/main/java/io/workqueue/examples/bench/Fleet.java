@@ -65,6 +65,11 @@ public final class Fleet {
         int workers = 16;
         int batch = 100;
         List<Integer> processes = List.of(1, 2, 4);
+        /**
+         * The P of {@link #processes} that also drain with a queue per process (the backlog split
+         * over P queues of the table): what P processes cost with no frontier shared.
+         */
+        List<Integer> splitProcesses = List.of(4);
         int repeat = 3;
         int peerRepeat = 2;
         int peerConcurrency = 24;
@@ -118,6 +123,10 @@ public final class Fleet {
                     case "--workers" -> o.workers = Integer.parseInt(args[++i]);
                     case "--batch" -> o.batch = Integer.parseInt(args[++i]);
                     case "--processes" -> o.processes = ints(args[++i]);
+                    case "--split-processes" -> {
+                        String v = args[++i];
+                        o.splitProcesses = "none".equals(v) ? List.of() : ints(v);
+                    }
                     case "--repeat" -> o.repeat = Integer.parseInt(args[++i]);
                     case "--peer-repeat" -> o.peerRepeat = Integer.parseInt(args[++i]);
                     case "--peer-concurrency" -> o.peerConcurrency = Integer.parseInt(args[++i]);
@@ -144,6 +153,11 @@ public final class Fleet {
                     default -> throw new IllegalArgumentException("unknown option " + a + " (try --help)");
                 }
             }
+            if (!list.contains("--split-processes")) {
+                o.splitProcesses = o.splitProcesses.stream().filter(o.processes::contains).toList();
+            } else if (!o.processes.containsAll(o.splitProcesses)) {
+                throw new IllegalArgumentException("--split-processes " + o.splitProcesses + " must be among --processes " + o.processes);
+            }
             for (int p : o.processes) {
                 if (p < 1 || o.workers % p != 0) {
                     throw new IllegalArgumentException("--workers " + o.workers + " must split evenly over " + p + " processes");
@@ -169,6 +183,7 @@ public final class Fleet {
             m.put("drain_total_workers", workers);
             m.put("drain_batch", batch);
             m.put("drain_processes", processes);
+            m.put("drain_split_processes", splitProcesses);
             m.put("drain_repeat", repeat);
             m.put("drain_member_warmup_items_per_round", warmup);
             m.put("peer_repeat", peerRepeat);
@@ -200,6 +215,7 @@ public final class Fleet {
                   --only a,b / --skip a,b  scenarios: drain, txenqueue, housekeeping, wake (the peer runs inside drain)
                   --n N (200000)           drain preload         --workers W (16) total    --batch B (100)
                   --processes 1,2,4        --repeat R (3)        --peer-repeat R (2)      --peer-concurrency C (24, total)
+                  --split-processes 4      those P drain again with a queue per process (none: skip)
                   --warmup N (20000)       items of each warm-up round a member drains on a table of its own before the
                                            clock starts; rounds repeat until its JIT settles (0: no warm-up)
                   --tx-callers C (32)      --tx-seconds S (10)   --tx-rounds R (3 per mode, alternating)

@@ -70,7 +70,10 @@ final class FleetRuns {
         String peerSkipped = null;
         for (int r = 1; r <= o.repeat; r++) {
             for (int p : o.processes) {
-                runs.add(libraryDrain(o, p, r));
+                runs.add(libraryDrain(o, p, r, false));
+                if (o.splitProcesses.contains(p)) {
+                    runs.add(libraryDrain(o, p, r, true));
+                }
                 if (peerSkipped == null && r <= o.peerRepeat) {
                     DrainRun peer = peerDrain(o, p, r);
                     if (peer == null) {
@@ -140,6 +143,20 @@ final class FleetRuns {
             s.put("graphile_own_sessions_cpu_us_per_item", Double.isNaN(g[2]) ? null : Bench.round(g[2], 1));
             s.put("graphile_wal_records_per_item", Double.isNaN(g[3]) ? null : Bench.round(g[3], 2));
             summary.add(s);
+            if (o.splitProcesses.contains(p)) {
+                double[] split = medians(runs, SPLIT, p);
+                t.row(p + ", a queue each", Table.rate(split[0]), Table.ratio(split[0] / base[0]), us(split[1]),
+                        Table.ratio(split[1] / base[1]), us(split[2]), Table.ratio(split[2] / base[2]), walRecords(split[3]),
+                        "—", "—", "—", "—", "—");
+                Map<String, Object> sp = new LinkedHashMap<>();
+                sp.put("processes", p);
+                sp.put("layout", "a queue per process");
+                sp.put("library_items_per_s", Math.round(split[0]));
+                sp.put("library_server_cpu_us_per_item", Bench.round(split[1], 1));
+                sp.put("library_own_sessions_cpu_us_per_item", Bench.round(split[2], 1));
+                sp.put("library_wal_records_per_item", Bench.round(split[3], 2));
+                summary.add(sp);
+            }
         }
         drain.put("medians", summary);
         results.put("drain", drain);
@@ -149,6 +166,9 @@ final class FleetRuns {
                 + " item: what the server logged during the run (pg_stat_wal, the whole cluster), a count the machine's load"
                 + " does not move; a row a claim locks and then lets go (leased by another member since the claim's snapshot)"
                 + " is a record too; WAL bytes and the checkpoints that began during each run are in drain.csv."
+                + (o.splitProcesses.isEmpty() ? "" : " \"A queue each\": the same backlog split evenly over P queues of the"
+                        + " same table, each process draining only its own, so no claim meets another process's leases: what P"
+                        + " processes cost without a shared frontier (not a target; ÷ P=1 against the one-queue P = 1).")
                 + (peerSkipped != null ? " Peer skipped: " + peerSkipped + "." : ""));
         tables.add(t);
         t.print();
@@ -176,13 +196,23 @@ final class FleetRuns {
         return Double.isNaN(perItem) ? "—" : String.format(Locale.ROOT, "%.2f", perItem);
     }
 
-    private DrainRun libraryDrain(Fleet.Options o, int p, int repeat) throws Exception {
-        db.preload(Fleet.PREFIX, Fleet.QUEUE, o.n);
+    /**
+     * One drain of {@code o.n} keys by {@code p} member processes: all on one queue, or, when
+     * {@code split}, the keys spread evenly over {@code p} queues of the same table and each member
+     * draining only its own (the due index leads with the queue's name, so each member then has a
+     * frontier of its own).
+     */
+    private DrainRun libraryDrain(Fleet.Options o, int p, int repeat, boolean split) throws Exception {
+        List<String> queues = new ArrayList<>();
+        for (int i = 0; i < p; i++) {
+            queues.add(split ? Fleet.QUEUE + "-" + i : Fleet.QUEUE);
+        }
+        db.preload(Fleet.PREFIX, queues.stream().distinct().toList(), o.n);
         db.exec("TRUNCATE " + WorkQueueMigrations.tableName(Fleet.WARM_PREFIX));
         List<Fleet.Member> members = new ArrayList<>();
         for (int i = 0; i < p; i++) {
             members.add(new Fleet.Member("lib-" + p + "." + i, Fleet.javaMember(database, "drain", p + "." + i,
-                    String.valueOf(o.workers / p), String.valueOf(o.batch), Fleet.PREFIX, Fleet.QUEUE, String.valueOf(o.warmup))));
+                    String.valueOf(o.workers / p), String.valueOf(o.batch), Fleet.PREFIX, queues.get(i), String.valueOf(o.warmup))));
         }
         String table = WorkQueueMigrations.tableName(Fleet.PREFIX);
         Measured m = measure(members, database, o.n, o.drainCapSeconds, Duration.ofMinutes(3));
@@ -190,10 +220,10 @@ final class FleetRuns {
             throw new IllegalStateException("library members did not start");
         }
         List<double[]> table2 = db.query("SELECT count(*)::float8, coalesce(extract(epoch FROM max(completed_at))::float8, 0)"
-                        + " FROM " + table + " WHERE queue_name = '" + Fleet.QUEUE + "' AND completed_at IS NOT NULL",
+                        + " FROM " + table + " WHERE queue_name = ANY (" + Db.textArray(queues) + ") AND completed_at IS NOT NULL",
                 row -> new double[] {row.get(0, Double.class), row.get(1, Double.class)});
         double tableSeconds = table2.get(0)[1] - m.serverGo;
-        DrainRun run = new DrainRun("library", p, repeat, (long) table2.get(0)[0], m.seconds, tableSeconds, m.cpu, m.sessionSeconds,
+        DrainRun run = new DrainRun(split ? SPLIT : "library", p, repeat, (long) table2.get(0)[0], m.seconds, tableSeconds, m.cpu, m.sessionSeconds,
                 MembersJit.of(m.reports), m.wal);
         print(run);
         return run;
@@ -240,8 +270,11 @@ final class FleetRuns {
         return b;
     }
 
+    /** Who a drain of the library with a queue per member process is, in drain.csv and the medians. */
+    static final String SPLIT = "library-queue-each";
+
     private static void print(DrainRun run) {
-        System.out.printf(Locale.ROOT, "  drain %-15s P=%d #%d %8d items in %6.2f s = %8.0f items/s (table %s);"
+        System.out.printf(Locale.ROOT, "  drain %-18s P=%d #%d %8d items in %6.2f s = %8.0f items/s (table %s);"
                         + " server %5.1f µs/item (own sessions %5.1f), client %5.1f µs/item, machine %3.0f%% busy;"
                         + " WAL %.2f records, %.0f bytes per item%s%s%n",
                 run.who(), run.processes(), run.repeat(), run.items(), run.seconds(), run.itemsPerSecond(),
