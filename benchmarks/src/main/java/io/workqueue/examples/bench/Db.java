@@ -163,14 +163,14 @@ final class Db {
     }
 
     /**
-     * Empties {@code prefix}'s table and enqueues {@code n} keys spread evenly over {@code queues}
-     * (the same keys in each, {@code n / queues.size()} per queue), then VACUUM ANALYZEs it.
+     * Empties {@code prefix}'s table and enqueues the same {@code perQueue} keys in each of
+     * {@code queues}, then VACUUM ANALYZEs it.
      */
-    void preload(String prefix, List<String> queues, int n) {
+    void preload(String prefix, List<String> queues, int perQueue) {
         String table = WorkQueueMigrations.tableName(prefix);
         exec("TRUNCATE " + table,
                 "INSERT INTO " + table + " (queue_name, item_key) SELECT q, 'k' || lpad(g::text, 8, '0')"
-                        + " FROM unnest(" + textArray(queues) + ") AS q, generate_series(1, " + (n / queues.size()) + ") g",
+                        + " FROM unnest(" + textArray(queues) + ") AS q, generate_series(1, " + perQueue + ") g",
                 "VACUUM ANALYZE " + table);
     }
 

@@ -207,7 +207,10 @@ final class FleetRuns {
         for (int i = 0; i < p; i++) {
             queues.add(split ? Fleet.QUEUE + "-" + i : Fleet.QUEUE);
         }
-        db.preload(Fleet.PREFIX, queues.stream().distinct().toList(), o.n);
+        List<String> distinct = queues.stream().distinct().toList();
+        // Split, the backlog is o.n rounded down to a multiple of P, so that the drain's end is reached.
+        int perQueue = o.n / distinct.size();
+        db.preload(Fleet.PREFIX, distinct, perQueue);
         db.exec("TRUNCATE " + WorkQueueMigrations.tableName(Fleet.WARM_PREFIX));
         List<Fleet.Member> members = new ArrayList<>();
         for (int i = 0; i < p; i++) {
@@ -215,7 +218,7 @@ final class FleetRuns {
                     String.valueOf(o.workers / p), String.valueOf(o.batch), Fleet.PREFIX, queues.get(i), String.valueOf(o.warmup))));
         }
         String table = WorkQueueMigrations.tableName(Fleet.PREFIX);
-        Measured m = measure(members, database, o.n, o.drainCapSeconds, Duration.ofMinutes(3));
+        Measured m = measure(members, database, (long) perQueue * distinct.size(), o.drainCapSeconds, Duration.ofMinutes(3));
         if (m == null) {
             throw new IllegalStateException("library members did not start");
         }
