@@ -22,6 +22,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -129,15 +130,9 @@ final class FleetRuns {
         for (int p : o.processes) {
             double[] l = lib.get(p);
             double[] g = peer.get(p);
-            t.row(p, Table.rate(l[0]), Table.ratio(l[0] / base[0]), us(l[1]), Table.ratio(l[1] / base[1]), us(l[2]),
-                    Table.ratio(l[2] / base[2]), walRecords(l[3]), Table.rate(g[0]), us(g[1]), walRecords(g[3]),
-                    Table.ratio(l[0] / g[0]), Table.ratio(l[1] / g[1]));
-            Map<String, Object> s = new LinkedHashMap<>();
-            s.put("processes", p);
-            s.put("library_items_per_s", Math.round(l[0]));
-            s.put("library_server_cpu_us_per_item", Bench.round(l[1], 1));
-            s.put("library_own_sessions_cpu_us_per_item", Bench.round(l[2], 1));
-            s.put("library_wal_records_per_item", Bench.round(l[3], 2));
+            t.row(libraryCells(p, l, base, Table.rate(g[0]), us(g[1]), walRecords(g[3]), Table.ratio(l[0] / g[0]),
+                    Table.ratio(l[1] / g[1])));
+            Map<String, Object> s = libraryMedians(p, l);
             s.put("graphile_items_per_s", Double.isNaN(g[0]) ? null : Math.round(g[0]));
             s.put("graphile_server_cpu_us_per_item", Double.isNaN(g[1]) ? null : Bench.round(g[1], 1));
             s.put("graphile_own_sessions_cpu_us_per_item", Double.isNaN(g[2]) ? null : Bench.round(g[2], 1));
@@ -145,16 +140,10 @@ final class FleetRuns {
             summary.add(s);
             if (o.splitProcesses.contains(p)) {
                 double[] split = medians(runs, SPLIT, p);
-                t.row(p + ", a queue each", Table.rate(split[0]), Table.ratio(split[0] / base[0]), us(split[1]),
-                        Table.ratio(split[1] / base[1]), us(split[2]), Table.ratio(split[2] / base[2]), walRecords(split[3]),
-                        "—", "—", "—", "—", "—");
-                Map<String, Object> sp = new LinkedHashMap<>();
-                sp.put("processes", p);
+                t.row(libraryCells(p + ", a queue each", split, base, "—", "—", "—", "—", "—"));
+                Map<String, Object> sp = new LinkedHashMap<>(Map.of("processes", p));
                 sp.put("layout", "a queue per process");
-                sp.put("library_items_per_s", Math.round(split[0]));
-                sp.put("library_server_cpu_us_per_item", Bench.round(split[1], 1));
-                sp.put("library_own_sessions_cpu_us_per_item", Bench.round(split[2], 1));
-                sp.put("library_wal_records_per_item", Bench.round(split[3], 2));
+                sp.putAll(libraryMedians(p, split));
                 summary.add(sp);
             }
         }
@@ -192,6 +181,25 @@ final class FleetRuns {
                 Percentiles.median(cell.stream().map(r -> r.wal().recordsPerItem(r.items())).toList())};
     }
 
+    /** A drain table row: the label, the library's medians {@code l} and their ratios to {@code base}, then {@code rest}. */
+    private static Object[] libraryCells(Object label, double[] l, double[] base, Object... rest) {
+        List<Object> cells = new ArrayList<>(List.of(label, Table.rate(l[0]), Table.ratio(l[0] / base[0]), us(l[1]),
+                Table.ratio(l[1] / base[1]), us(l[2]), Table.ratio(l[2] / base[2]), walRecords(l[3])));
+        cells.addAll(Arrays.asList(rest));
+        return cells.toArray();
+    }
+
+    /** The library's medians {@code l} at {@code p} processes, as results.json's summary names them. */
+    private static Map<String, Object> libraryMedians(int p, double[] l) {
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("processes", p);
+        s.put("library_items_per_s", Math.round(l[0]));
+        s.put("library_server_cpu_us_per_item", Bench.round(l[1], 1));
+        s.put("library_own_sessions_cpu_us_per_item", Bench.round(l[2], 1));
+        s.put("library_wal_records_per_item", Bench.round(l[3], 2));
+        return s;
+    }
+
     private static String walRecords(double perItem) {
         return Double.isNaN(perItem) ? "—" : String.format(Locale.ROOT, "%.2f", perItem);
     }
@@ -203,22 +211,18 @@ final class FleetRuns {
      * frontier of its own).
      */
     private DrainRun libraryDrain(Fleet.Options o, int p, int repeat, boolean split) throws Exception {
-        List<String> queues = new ArrayList<>();
-        for (int i = 0; i < p; i++) {
-            queues.add(split ? Fleet.QUEUE + "-" + i : Fleet.QUEUE);
-        }
-        List<String> distinct = queues.stream().distinct().toList();
+        List<String> queues = split ? IntStream.range(0, p).mapToObj(i -> Fleet.QUEUE + "-" + i).toList() : List.of(Fleet.QUEUE);
         // Split, the backlog is o.n rounded down to a multiple of P, so that the drain's end is reached.
-        int perQueue = o.n / distinct.size();
-        db.preload(Fleet.PREFIX, distinct, perQueue);
+        int perQueue = o.n / queues.size();
+        db.preload(Fleet.PREFIX, queues, perQueue);
         db.exec("TRUNCATE " + WorkQueueMigrations.tableName(Fleet.WARM_PREFIX));
         List<Fleet.Member> members = new ArrayList<>();
         for (int i = 0; i < p; i++) {
             members.add(new Fleet.Member("lib-" + p + "." + i, Fleet.javaMember(database, "drain", p + "." + i,
-                    String.valueOf(o.workers / p), String.valueOf(o.batch), Fleet.PREFIX, queues.get(i), String.valueOf(o.warmup))));
+                    String.valueOf(o.workers / p), String.valueOf(o.batch), Fleet.PREFIX, queues.get(split ? i : 0), String.valueOf(o.warmup))));
         }
         String table = WorkQueueMigrations.tableName(Fleet.PREFIX);
-        Measured m = measure(members, database, (long) perQueue * distinct.size(), o.drainCapSeconds, Duration.ofMinutes(3));
+        Measured m = measure(members, database, (long) perQueue * queues.size(), o.drainCapSeconds, Duration.ofMinutes(3));
         if (m == null) {
             throw new IllegalStateException("library members did not start");
         }
