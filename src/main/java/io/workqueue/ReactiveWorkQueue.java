@@ -697,7 +697,9 @@ public interface ReactiveWorkQueue<K> {
      *
      * <p>The PostgreSQL queue chooses the keeper on the database: one row per logical queue in
      * {@code work_queue_queues} (schema version 3), taken with an upsert on the database clock,
-     * so it holds behind a transaction-mode pooler and needs no session; a keeper that dies, hangs
+     * so it holds behind a transaction-mode pooler and needs no session. An instance that finds
+     * another's lease live only reads the row: a follower's round is one read, writes nothing and
+     * waits for no lock. A keeper that dies, hangs
      * or is cut off stops renewing and loses the role when its lease ends. Call it every interval
      * with a lease somewhat longer than the interval (as {@link #housekeeping(Duration)} does), so
      * a live keeper keeps the role and a dead one is replaced soon after its missed round. This default does the round unconditionally, electing nothing.

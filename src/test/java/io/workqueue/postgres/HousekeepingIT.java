@@ -11,6 +11,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
+import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryOptions;
@@ -20,6 +21,7 @@ import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkQueueException;
 import io.workqueue.WorkQueueMeters;
+import io.workqueue.internal.base.TableNames;
 import io.workqueue.migrations.WorkQueueMigrations;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.TestDatabase;
@@ -114,6 +116,42 @@ class HousekeepingIT {
 
         assertTrue(a.housekeep(LEASE).block(WAIT).kept(), "the keeper renews its own role");
         assertFalse(b.housekeep(LEASE).block(WAIT).kept(), "and keeps it while it renews");
+    }
+
+    /**
+     * A member that finds another's lease live only reads: before, every round wrote the row
+     * (a new row version, a WAL flush, a queue on the row's lock for every follower of a fleet),
+     * so a session holding that row stalled every follower's round with it.
+     */
+    @Test
+    void aFollowersRoundWritesNothingAndWaitsForNoLock() {
+        String queue = TestDatabase.uniqueName("follow");
+        ReactiveWorkQueue<String> a = member(queue, "follow-a");
+        ReactiveWorkQueue<String> b = member(queue, "follow-b");
+        a.enqueueKeys("one").block(WAIT);
+        Housekeeping kept = a.housekeep(LEASE).block(WAIT);
+        assertTrue(kept.kept(), kept.toString());
+        String row = "SELECT xmin::text || ' ' || ctid::text FROM " + TableNames.queues(prefix) + " WHERE queue_name = $1";
+        String version = TestDatabase.queryString(row, queue);
+
+        Connection holder = Mono.from(TestDatabase.plain().create()).block(WAIT);
+        try {
+            Mono.from(holder.beginTransaction()).block(WAIT);
+            Flux.from(holder.createStatement("SELECT 1 FROM " + TableNames.queues(prefix) + " WHERE queue_name = $1 FOR UPDATE")
+                    .bind("$1", queue).execute()).flatMap(result -> result.getRowsUpdated()).blockLast(WAIT);
+            for (int round = 0; round < 3; round++) {
+                Housekeeping followed = b.housekeep(LEASE).block(Duration.ofSeconds(5));
+                assertFalse(followed.kept(), followed.toString());
+                assertEquals(kept.keeper(), followed.keeper());
+                assertEquals(kept.stats(), followed.stats(), "the keeper's reading, read past the lock");
+            }
+        } finally {
+            Mono.from(holder.rollbackTransaction()).onErrorResume(e -> Mono.empty()).block(WAIT);
+            Mono.from(holder.close()).block(WAIT);
+        }
+        assertEquals(version, TestDatabase.queryString(row, queue), "the followers' rounds left the row as it was");
+        assertTrue(a.housekeep(LEASE).block(WAIT).kept(), "the keeper still renews");
+        assertNotEquals(version, TestDatabase.queryString(row, queue), "by writing the row");
     }
 
     @Test

@@ -135,19 +135,29 @@ SELECT EXISTS (
 -- "longest_lease_us"; null before the first).
 -- The housekeeper is chosen on the database, by its clock and one row's lock, so
 -- it holds through a transaction-mode pooler (no session state) and a holder that
--- stops renewing loses the role when its lease ends, whatever became of it. Every
--- caller writes the row, the role changing hands only when it is free, lapsed or
--- its own: RETURNING then reads the row as it now is, where a read beside the
--- upsert would see this statement's snapshot and miss a row another caller
--- inserted a moment before. Racing callers queue on this one row for a moment.
-INSERT INTO {{queues_table}} AS k (queue_name, keeper, keeper_until)
-VALUES (:queue::text, :keeper::text, now() + :keeper_lease::bigint * INTERVAL '1 microsecond')
-ON CONFLICT (queue_name) DO UPDATE
-    SET keeper = CASE WHEN k.keeper = EXCLUDED.keeper OR k.keeper_until <= now()
-            THEN EXCLUDED.keeper ELSE k.keeper END,
-        keeper_until = CASE WHEN k.keeper = EXCLUDED.keeper OR k.keeper_until <= now()
-            THEN EXCLUDED.keeper_until ELSE k.keeper_until END
-RETURNING
+-- stops renewing loses the role when its lease ends, whatever became of it.
+-- A member that finds another's lease live in its snapshot only reads: a lease never
+-- ends early, so nothing it could write would change hands, and a fleet's followers
+-- then add no write, lock, WAL flush or row version per round, and never queue behind
+-- a session holding the row. Any other member writes the row, the role changing
+-- hands only when it is free, lapsed or its own: RETURNING then reads the row as it
+-- now is, where the snapshot may have missed a row another member inserted a moment
+-- before (the insert then meets it and decides by the same rule).
+WITH snapshot AS MATERIALIZED (
+    SELECT * FROM {{queues_table}} WHERE queue_name = :queue::text
+),
+written AS (
+    INSERT INTO {{queues_table}} AS k (queue_name, keeper, keeper_until)
+    SELECT :queue::text, :keeper::text, now() + :keeper_lease::bigint * INTERVAL '1 microsecond'
+    WHERE NOT EXISTS (SELECT 1 FROM snapshot AS s WHERE s.keeper <> :keeper::text AND s.keeper_until > now())
+    ON CONFLICT (queue_name) DO UPDATE
+        SET keeper = CASE WHEN k.keeper = EXCLUDED.keeper OR k.keeper_until <= now()
+                THEN EXCLUDED.keeper ELSE k.keeper END,
+            keeper_until = CASE WHEN k.keeper = EXCLUDED.keeper OR k.keeper_until <= now()
+                THEN EXCLUDED.keeper_until ELSE k.keeper_until END
+    RETURNING k.*
+)
+SELECT
     k.keeper = :keeper::text AS kept,
     k.keeper,
     (EXTRACT(EPOCH FROM k.keeper_until - now()) * 1000000)::bigint AS keeper_left_us,
@@ -158,6 +168,11 @@ RETURNING
     -- Whether the queue is paused now, not at the reading: every instance's gauges follow
     -- a pause within one round.
     (EXTRACT(EPOCH FROM k.paused_at) * 1000000)::bigint AS paused_us
+FROM (
+    SELECT * FROM written
+    UNION ALL
+    SELECT * FROM snapshot WHERE NOT EXISTS (SELECT 1 FROM written)
+) AS k
 
 -- statement: publishReading
 -- params: queue, keeper, pending, ready, leased, stalled, completed, completed_capped, oldest_ready, horizon, horizon_pid, slot_xmin_age, longest_lease
