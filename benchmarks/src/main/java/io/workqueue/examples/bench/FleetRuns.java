@@ -693,6 +693,9 @@ final class FleetRuns {
         double[] last = null;
         for (int p : o.hkProcesses) {
             String table = WorkQueueMigrations.tableName(Fleet.HK_PREFIX);
+            // No keeper carried over from the last P: its lease would outlive its JVM by up to 1.25
+            // intervals, and these members would keep nobody's house until it ended.
+            db.exec("DELETE FROM " + Fleet.HK_PREFIX + "_work_queue_queues WHERE queue_name = '" + Fleet.HK_QUEUE + "'");
             List<Fleet.Member> members = new ArrayList<>();
             for (int i = 0; i < p; i++) {
                 members.add(new Fleet.Member("hk-" + p + "." + i, Fleet.javaMember(database, "housekeep", p + "." + i,
@@ -756,7 +759,9 @@ final class FleetRuns {
         hk.put("runs", rows);
         results.put("housekeeping", hk);
         t.note("Each instance is a JVM of its own running FleetMember.housekeepOnce at every tick (the starter's schedule:"
-                + " a tick during a round is skipped). Completed rows are spread evenly over the 1 h retention, so rows come"
+                + " a tick during a round is skipped), after four untimed rounds (two at a time, so both sessions of its"
+                + " pool have run them, as a long-running service's have; the first member to run one keeps house)."
+                + " Completed rows are spread evenly over the 1 h retention, so rows come"
                 + " due for reaping at a steady rate; two reap batches are due at the start. CPU per interval = CPU from"
                 + " go until every instance finished its schedule ÷ intervals.");
         tables.add(t);
