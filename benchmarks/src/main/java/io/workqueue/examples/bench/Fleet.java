@@ -92,6 +92,8 @@ public final class Fleet {
         int hkCompleted = 1_000_000;
         int hkIntervalMillis = 5_000;
         int hkIntervals = 12;
+        /** Runs per P, alternating which P goes first; the ratio is of the medians. */
+        int hkRepeat = 2;
         int wakeSamples = 1000;
         int wakeGapMillis = 10;
         Set<String> scenarios = new LinkedHashSet<>(List.of("drain", "txenqueue", "housekeeping", "wake"));
@@ -113,6 +115,7 @@ public final class Fleet {
                 o.hkCompleted = 100_000;
                 o.hkIntervalMillis = 2_000;
                 o.hkIntervals = 5;
+                o.hkRepeat = 1;
                 o.wakeSamples = 200;
             }
             for (int i = 0; i < args.length; i++) {
@@ -141,6 +144,7 @@ public final class Fleet {
                     case "--hk-completed" -> o.hkCompleted = Integer.parseInt(args[++i]);
                     case "--hk-interval-ms" -> o.hkIntervalMillis = Integer.parseInt(args[++i]);
                     case "--hk-intervals" -> o.hkIntervals = Integer.parseInt(args[++i]);
+                    case "--hk-repeat" -> o.hkRepeat = Integer.parseInt(args[++i]);
                     case "--wake-samples" -> o.wakeSamples = Integer.parseInt(args[++i]);
                     case "--wake-gap-ms" -> o.wakeGapMillis = Integer.parseInt(args[++i]);
                     case "--only" -> o.scenarios = new LinkedHashSet<>(Arrays.asList(args[++i].split(",")));
@@ -199,6 +203,7 @@ public final class Fleet {
             m.put("hk_retention_s", HK_RETENTION.toSeconds());
             m.put("hk_interval_ms", hkIntervalMillis);
             m.put("hk_intervals", hkIntervals);
+            m.put("hk_repeat", hkRepeat);
             m.put("housekeeping", FleetMember.HOUSEKEEPING);
             m.put("wake_samples", wakeSamples);
             m.put("wake_gap_ms", wakeGapMillis);
@@ -222,7 +227,7 @@ public final class Fleet {
                   --tx-complete-ms M (50)  how long the consumer gathers handed-out keys before completing them
                   --tx-modes a,b           of none, channel, channel_floor_10ms, polling, unheard (all)
                   --hk-processes 1,8       --hk-pending N (100000) --hk-completed N (1000000)
-                  --hk-interval-ms I (5000) --hk-intervals K (12)
+                  --hk-interval-ms I (5000) --hk-intervals K (12) --hk-repeat R (2 per P, alternating)
                   --wake-samples S (1000)  --wake-gap-ms G (10)
                 """);
     }

@@ -15,6 +15,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -689,81 +691,58 @@ final class FleetRuns {
         Table t = new Table(String.format(Locale.ROOT, "3. Housekeeping, CPU per %d ms interval (%s)", o.hkIntervalMillis,
                 FleetMember.HOUSEKEEPING), "instances", "server CPU ms/interval", "÷ P=1", "own sessions ms/interval", "÷ P=1",
                 "rows reaped", "rounds run", "ticks skipped", "round p50 ms (median of members)");
-        double[] base = null;
-        double[] last = null;
-        for (int p : o.hkProcesses) {
-            String table = WorkQueueMigrations.tableName(Fleet.HK_PREFIX);
-            // No keeper carried over from the last P: its lease would outlive its JVM by up to 1.25
-            // intervals, and these members would keep nobody's house until it ended.
-            db.exec("DELETE FROM " + Fleet.HK_PREFIX + "_work_queue_queues WHERE queue_name = '" + Fleet.HK_QUEUE + "'");
-            List<Fleet.Member> members = new ArrayList<>();
-            for (int i = 0; i < p; i++) {
-                members.add(new Fleet.Member("hk-" + p + "." + i, Fleet.javaMember(database, "housekeep", p + "." + i,
-                        Fleet.HK_PREFIX, Fleet.HK_QUEUE, String.valueOf(o.hkIntervalMillis), String.valueOf(o.hkIntervals),
-                        String.valueOf(Fleet.HK_RETENTION.toSeconds()))));
+        // P = 1 and P = 8 alternate, each repeat starting with the other, so a drift in the machine's
+        // speed (runs of the same code moved the ratio by a quarter) falls on both; the ratio is of
+        // the medians.
+        List<HkRun> runs = new ArrayList<>();
+        for (int repeat = 1; repeat <= o.hkRepeat; repeat++) {
+            List<Integer> order = new ArrayList<>(o.hkProcesses);
+            if (repeat % 2 == 0) {
+                Collections.reverse(order);
             }
-            // The history is built once the members are ready, not before they start: it ages (rows pass the
-            // retention) from the moment it is built, and eight JVMs take longer to start than one, so a
-            // history built first gave P = 8 about a fifth more rows to reap (24,737 against 20,450).
-            long[] due = new long[1];
-            long[] completedBefore = new long[1];
-            Measured m = measure(members, database, 0, (int) ((long) o.hkIntervalMillis * o.hkIntervals / 1000) + 120,
-                    Duration.ofMinutes(3), () -> {
-                        due[0] = fillHistory(o);
-                        completedBefore[0] = db.queryLong("SELECT count(*) FROM " + table + " WHERE completed_at IS NOT NULL");
-                    });
-            if (m == null) {
-                throw new IllegalStateException("housekeeping members did not start");
+            for (int p : order) {
+                runs.add(housekeepingRun(o, p, repeat));
             }
-            long reaped = completedBefore[0] - db.queryLong("SELECT count(*) FROM " + table + " WHERE completed_at IS NOT NULL");
-            long rounds = 0;
-            long skipped = 0;
-            List<Double> roundP50 = new ArrayList<>();
-            for (Map<String, Object> report : m.reports()) {
-                rounds += report.get("rounds") instanceof Number n ? n.longValue() : 0;
-                skipped += report.get("skipped") instanceof Number n ? n.longValue() : 0;
-                if (report.get("round_ms_p50") instanceof Number n) {
-                    roundP50.add(n.doubleValue());
-                }
-            }
-            double serverMs = m.cpu().serverSeconds() * 1e3 / o.hkIntervals;
-            double sessionMs = m.sessionSeconds() * 1e3 / o.hkIntervals;
-            double[] now = {serverMs, sessionMs};
-            if (base == null) {
-                base = now;
-            }
-            last = now;
-            t.row(p, String.format(Locale.ROOT, "%.0f", serverMs), Table.ratio(serverMs / base[0]),
-                    String.format(Locale.ROOT, "%.0f", sessionMs), Table.ratio(sessionMs / base[1]), reaped, rounds, skipped,
-                    Table.ms(Percentiles.median(roundP50)));
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("instances", p);
-            row.put("intervals", o.hkIntervals);
-            row.put("interval_ms", o.hkIntervalMillis);
-            row.put("wall_seconds", Bench.round(m.cpu().wallSeconds(), 2));
-            row.put("server_cpu_ms_per_interval", Bench.round(serverMs, 1));
-            row.put("own_sessions_cpu_ms_per_interval", Bench.round(sessionMs, 1));
-            row.put("machine_busy", Bench.round(m.cpu().machineBusy(), 3));
-            row.put("due_at_setup", due[0]);
-            row.put("rows_reaped", reaped);
-            row.put("rounds_run", rounds);
-            row.put("ticks_skipped", skipped);
-            row.put("round_ms_p50_median", Bench.round(Percentiles.median(roundP50), 2));
-            rows.add(row);
-            System.out.printf(Locale.ROOT, "  housekeeping P=%d: server %.0f ms/interval (own sessions %.0f), %d rows reaped,"
-                    + " %d rounds run, %d ticks skipped%n", p, serverMs, sessionMs, reaped, rounds, skipped);
         }
+        runs.sort(Comparator.comparingInt(HkRun::instances).thenComparingInt(HkRun::repeat));
+        Map<Integer, double[]> medians = new LinkedHashMap<>();
+        for (int p : o.hkProcesses) {
+            List<HkRun> side = runs.stream().filter(r -> r.instances() == p).toList();
+            medians.put(p, new double[] {Percentiles.median(side.stream().map(HkRun::serverMs).toList()),
+                    Percentiles.median(side.stream().map(HkRun::sessionMs).toList())});
+        }
+        double[] base = medians.get(o.hkProcesses.get(0));
+        for (HkRun r : runs) {
+            t.row(o.hkRepeat > 1 ? r.instances() + " (run " + r.repeat() + ")" : r.instances(),
+                    String.format(Locale.ROOT, "%.0f", r.serverMs()), Table.ratio(r.serverMs() / base[0]),
+                    String.format(Locale.ROOT, "%.0f", r.sessionMs()), Table.ratio(r.sessionMs() / base[1]), r.reaped(),
+                    r.rounds(), r.skipped(), Table.ms(r.roundP50()));
+            rows.add(r.row());
+        }
+        if (o.hkRepeat > 1) {
+            for (int p : o.hkProcesses) {
+                double[] median = medians.get(p);
+                t.row(p + " (median)", String.format(Locale.ROOT, "%.0f", median[0]), Table.ratio(median[0] / base[0]),
+                        String.format(Locale.ROOT, "%.0f", median[1]), Table.ratio(median[1] / base[1]), "", "", "", "");
+            }
+        }
+        double[] last = medians.get(o.hkProcesses.get(o.hkProcesses.size() - 1));
         Report.csv(out(o, "housekeeping.csv"), rows);
         Map<String, Object> hk = new LinkedHashMap<>();
         hk.put("implementation", FleetMember.HOUSEKEEPING);
         hk.put("runs", rows);
+        Map<String, Object> medianOf = new LinkedHashMap<>();
+        medians.forEach((p, median) -> medianOf.put(String.valueOf(p), Map.of("server_cpu_ms_per_interval",
+                Bench.round(median[0], 1), "own_sessions_cpu_ms_per_interval", Bench.round(median[1], 1))));
+        hk.put("medians_by_instances", medianOf);
         results.put("housekeeping", hk);
         t.note("Each instance is a JVM of its own running FleetMember.housekeepOnce at every tick (the starter's schedule:"
                 + " a tick during a round is skipped), after four untimed rounds (two at a time, so both sessions of its"
                 + " pool have run them, as a long-running service's have; the first member to run one keeps house)."
                 + " Completed rows are spread evenly over the 1 h retention, so rows come"
                 + " due for reaping at a steady rate; two reap batches are due at the start. CPU per interval = CPU from"
-                + " go until every instance finished its schedule ÷ intervals.");
+                + " go until every instance finished its schedule ÷ intervals. Each P runs " + o.hkRepeat + " time(s),"
+                + " alternating which P goes first; ÷ P=1 is against P = 1's median, and the target compares medians.");
         tables.add(t);
         t.print();
         int first = o.hkProcesses.get(0);
@@ -776,6 +755,66 @@ final class FleetRuns {
             targets.add(Fleet.target("… the same, own sessions only (not in the issue: robust to a shared server)",
                     String.format(Locale.ROOT, "%.0f vs %.0f ms", last[1], base[1]), last[1] / base[1], 1.2, false));
         }
+    }
+
+    /** One housekeeping run of {@code p} members. */
+    private record HkRun(int instances, int repeat, double serverMs, double sessionMs, long reaped, long rounds,
+            long skipped, double roundP50, Map<String, Object> row) {}
+
+    private HkRun housekeepingRun(Fleet.Options o, int p, int repeat) throws Exception {
+        String table = WorkQueueMigrations.tableName(Fleet.HK_PREFIX);
+        // No keeper carried over from the last P: its lease would outlive its JVM by up to 1.25
+        // intervals, and these members would keep nobody's house until it ended.
+        db.exec("DELETE FROM " + Fleet.HK_PREFIX + "_work_queue_queues WHERE queue_name = '" + Fleet.HK_QUEUE + "'");
+        List<Fleet.Member> members = new ArrayList<>();
+        for (int i = 0; i < p; i++) {
+            members.add(new Fleet.Member("hk-" + p + "." + i, Fleet.javaMember(database, "housekeep", p + "." + i,
+                    Fleet.HK_PREFIX, Fleet.HK_QUEUE, String.valueOf(o.hkIntervalMillis), String.valueOf(o.hkIntervals),
+                    String.valueOf(Fleet.HK_RETENTION.toSeconds()))));
+        }
+        // The history is built once the members are ready, not before they start: it ages (rows pass the
+        // retention) from the moment it is built, and eight JVMs take longer to start than one, so a
+        // history built first gave P = 8 about a fifth more rows to reap (24,737 against 20,450).
+        long[] due = new long[1];
+        long[] completedBefore = new long[1];
+        Measured m = measure(members, database, 0, (int) ((long) o.hkIntervalMillis * o.hkIntervals / 1000) + 120,
+                Duration.ofMinutes(3), () -> {
+                    due[0] = fillHistory(o);
+                    completedBefore[0] = db.queryLong("SELECT count(*) FROM " + table + " WHERE completed_at IS NOT NULL");
+                });
+        if (m == null) {
+            throw new IllegalStateException("housekeeping members did not start");
+        }
+        long reaped = completedBefore[0] - db.queryLong("SELECT count(*) FROM " + table + " WHERE completed_at IS NOT NULL");
+        long rounds = 0;
+        long skipped = 0;
+        List<Double> roundP50 = new ArrayList<>();
+        for (Map<String, Object> report : m.reports()) {
+            rounds += report.get("rounds") instanceof Number n ? n.longValue() : 0;
+            skipped += report.get("skipped") instanceof Number n ? n.longValue() : 0;
+            if (report.get("round_ms_p50") instanceof Number n) {
+                roundP50.add(n.doubleValue());
+            }
+        }
+        double serverMs = m.cpu().serverSeconds() * 1e3 / o.hkIntervals;
+        double sessionMs = m.sessionSeconds() * 1e3 / o.hkIntervals;
+        Map<String, Object> row = new LinkedHashMap<>();
+        row.put("instances", p);
+        row.put("repeat", repeat);
+        row.put("intervals", o.hkIntervals);
+        row.put("interval_ms", o.hkIntervalMillis);
+        row.put("wall_seconds", Bench.round(m.cpu().wallSeconds(), 2));
+        row.put("server_cpu_ms_per_interval", Bench.round(serverMs, 1));
+        row.put("own_sessions_cpu_ms_per_interval", Bench.round(sessionMs, 1));
+        row.put("machine_busy", Bench.round(m.cpu().machineBusy(), 3));
+        row.put("due_at_setup", due[0]);
+        row.put("rows_reaped", reaped);
+        row.put("rounds_run", rounds);
+        row.put("ticks_skipped", skipped);
+        row.put("round_ms_p50_median", Bench.round(Percentiles.median(roundP50), 2));
+        System.out.printf(Locale.ROOT, "  housekeeping P=%d (run %d): server %.0f ms/interval (own sessions %.0f), %d rows reaped,"
+                + " %d rounds run, %d ticks skipped%n", p, repeat, serverMs, sessionMs, reaped, rounds, skipped);
+        return new HkRun(p, repeat, serverMs, sessionMs, reaped, rounds, skipped, Percentiles.median(roundP50), row);
     }
 
     /**
