@@ -692,8 +692,8 @@ final class FleetRuns {
                 FleetMember.HOUSEKEEPING), "instances", "server CPU ms/interval", "÷ P=1", "own sessions ms/interval", "÷ P=1",
                 "rows reaped", "rounds run", "ticks skipped", "round p50 ms (median of members)");
         // P = 1 and P = 8 alternate, each repeat starting with the other, so a drift in the machine's
-        // speed (runs of the same code moved the ratio by a quarter) falls on both; the ratio is of
-        // the medians.
+        // speed falls on both (single runs of the same code put the ratio anywhere from 1.10 to 1.62);
+        // the ratio is of the medians.
         List<HkRun> runs = new ArrayList<>();
         for (int repeat = 1; repeat <= o.hkRepeat; repeat++) {
             List<Integer> order = new ArrayList<>(o.hkProcesses);
