@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fleet benchmark of issue 23, in one command, against the local PostgreSQL:
 #
-#   benchmarks/fleet.sh            # full run (~25 min on 2 cores): docs/benchmarks/fleet/
+#   benchmarks/fleet.sh            # full run (~25-30 min on 2 cores): docs/benchmarks/fleet/
 #   benchmarks/fleet.sh --quick    # smoke run (~3 min): benchmarks/target/fleet-quick/
 #   benchmarks/fleet.sh --help     # every option (phases, sizes, output folder)
 #

@@ -329,7 +329,7 @@ public final class Fleet {
                 .append("). Every ratio compares numbers measured in this run, against the same server.\n\n");
         md.append("**Reproduce** from the repository root (PostgreSQL at $PGHOST:$PGPORT, default 127.0.0.1:5432, user postgres,")
                 .append(" trust; Java 17, Maven, psql, Node and npm for the peer):\n\n```\n")
-                .append("benchmarks/fleet.sh           # full run (~25 min on 2 cores), writes docs/benchmarks/fleet/\n")
+                .append("benchmarks/fleet.sh           # full run (~25-30 min on 2 cores), writes docs/benchmarks/fleet/\n")
                 .append("benchmarks/fleet.sh --quick   # smoke run (~3 min), writes benchmarks/target/fleet-quick/\n")
                 .append("benchmarks/fleet.sh --help    # options\n```\n\n");
         md.append("## Machine\n\n| | |\n|---|---|\n");
