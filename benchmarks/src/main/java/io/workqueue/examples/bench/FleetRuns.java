@@ -752,8 +752,12 @@ final class FleetRuns {
         hk.put("implementation", FleetMember.HOUSEKEEPING);
         hk.put("runs", rows);
         Map<String, Object> medianOf = new LinkedHashMap<>();
-        medians.forEach((p, median) -> medianOf.put(String.valueOf(p), Map.of("server_cpu_ms_per_interval",
-                Bench.round(median[0], 1), "own_sessions_cpu_ms_per_interval", Bench.round(median[1], 1))));
+        medians.forEach((p, median) -> {
+            Map<String, Object> m = new LinkedHashMap<>(); // Map.of's order changes from run to run
+            m.put("server_cpu_ms_per_interval", Bench.round(median[0], 1));
+            m.put("own_sessions_cpu_ms_per_interval", Bench.round(median[1], 1));
+            medianOf.put(String.valueOf(p), m);
+        });
         hk.put("medians_by_instances", medianOf);
         results.put("housekeeping", hk);
         t.note("Each instance is a JVM of its own running FleetMember.housekeepOnce at every tick (the starter's schedule:"
