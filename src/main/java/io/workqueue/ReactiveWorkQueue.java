@@ -2,6 +2,7 @@ package io.workqueue;
 
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
+import io.workqueue.internal.base.CommitScope;
 import io.workqueue.internal.base.Durations;
 import java.time.Duration;
 import java.util.Arrays;
@@ -76,6 +77,51 @@ public interface ReactiveWorkQueue<K> {
      */
     static <K> WorkQueueBuilder<K> builder(ConnectionFactory connectionFactory, Class<K> keyType) {
         return new WorkQueueBuilder<>(connectionFactory, keyType);
+    }
+
+    /**
+     * Runs {@code transaction}, which the caller promises spans one transaction of its own from
+     * before its first {@link #enqueue(Connection, Collection) transactional enqueue} to after its
+     * commit, and announces those enqueues once it completes: each queue instance that enqueued
+     * inside it reports a committed write, as a group commit does, and its wakeup goes out from
+     * the instance's own connection at once or at the end of the current
+     * {@link WorkQueueConfig#minWakeInterval()}. The enqueues inside hand over no transaction to be
+     * asked about, so this costs no statement of its own: without the bracket, every instance that
+     * enqueued in a caller's transaction asks the database how it ended, a statement every 5 ms
+     * while transactions are awaited. A wakeup arrives a few milliseconds sooner too, with no check
+     * between the commit and the notification. Use it where the caller's code owns the whole
+     * transaction:
+     *
+     * <pre>{@code
+     * ReactiveWorkQueue.announceAfterCommit(Mono.usingWhen(connections.create(),
+     *         connection -> Mono.from(connection.beginTransaction())
+     *                 .then(saveOrder(connection, order))
+     *                 .then(queue.enqueue(connection, List.of(Entry.of(order.id()))))
+     *                 .then(Mono.from(connection.commitTransaction())),
+     *         Connection::close))
+     * }</pre>
+     *
+     * <p>Or around a {@code TransactionalOperator}'s or {@code @Transactional} method's
+     * {@code Mono}, which completes after its commit. What the promise is worth: nothing rests on
+     * it but promptness. If {@code transaction} completes without its transaction having committed
+     * (it rolled back and completed anyway, say), listeners wake and find nothing; if it fails or
+     * is cancelled, nothing is announced, even where the transaction did commit (a failure after
+     * the commit), and the rows wait for the poll or the next wakeup. Brackets nest: only the
+     * outermost announces, once it has completed. Enqueues the bracket does not see (a subscription
+     * of their own, outside its context) hand over their transaction as usual.
+     * {@link #enqueueNotifyingInTransaction} is unaffected: it notifies in the caller's commit.
+     *
+     * <p>Cold: each subscription runs {@code transaction} once, in a bracket of its own. It emits
+     * what {@code transaction} emits, on its threads; the announcements run on the thread that
+     * completes it, and never block. A {@code null} argument fails the subscription with a
+     * {@code NullPointerException}.
+     *
+     * @param transaction the caller's transaction, its commit included
+     * @param <T>         what it emits
+     * @return {@code transaction}, announcing its enqueues on completion
+     */
+    static <T> Mono<T> announceAfterCommit(Mono<T> transaction) {
+        return CommitScope.around(transaction);
     }
 
     /**
@@ -234,7 +280,9 @@ public interface ReactiveWorkQueue<K> {
      * connection factory (the same statement sends the notification when it finds a commit),
      * shared by all the transactions awaited at the time: at most one per 5 ms however many
      * callers enqueue. Transactions
-     * handed over after {@link #close()} are not awaited. Callers who want the notification in
+     * handed over after {@link #close()} are not awaited. Callers who own the transaction can save
+     * those checks: inside {@link #announceAfterCommit(Mono)} the enqueue hands nothing over, and
+     * the bracket's completion announces it. Callers who want the notification in
      * their own commit ask for it with {@link #enqueueNotifyingInTransaction}.
      *
      * @param connection the caller's connection, with or without an open transaction

@@ -27,7 +27,8 @@ import reactor.core.scheduler.Scheduler;
  * end this instance does not see: it is {@linkplain #awaitCommit(String) handed over} as the
  * transaction's id, and the notifier asks the database, from a connection of its own, whether that
  * transaction has ended ({@code pg_xact_status}), announcing it once it has committed and never if
- * it aborted.
+ * it aborted; unless the caller brackets its transaction ({@code ReactiveWorkQueue.announceAfterCommit}),
+ * whose completion reports it as {@linkplain #committed() committed}, as a group commit is.
  *
  * <p>Everything happens in <em>ticks</em>: one statement that reads how the awaited transactions
  * ended and, in the same transaction, notifies if a write of this instance committed or any of

@@ -6,6 +6,7 @@ import io.workqueue.internal.GroupCommit;
 import io.workqueue.internal.Notifier;
 import io.workqueue.internal.QueueMetrics;
 import io.workqueue.internal.QueueObservations;
+import io.workqueue.internal.base.CommitScope;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -76,8 +77,10 @@ final class Enqueuer {
 
     /**
      * A transactional enqueue of entries already merged. On a queue that notifies, the upsert
-     * either carries the notification ({@code inTransaction}) or hands the transaction's id to the
-     * notifier, which announces the rows once that transaction has committed.
+     * carries the notification ({@code inTransaction}); or, inside a caller's
+     * {@link CommitScope}, leaves the notifier's report of a committed write to the scope; or
+     * hands the transaction's id to the notifier, which announces the rows once that transaction
+     * has committed.
      */
     Mono<Void> enqueueOn(Connection connection, List<EncodedEntry> merged, boolean inTransaction,
             @Nullable String traceContext) {
@@ -95,12 +98,20 @@ final class Enqueuer {
                             sql.enqueueNotifyingTraced)
                     .bind("channel", config.notifyChannel())).then();
         } else {
-            written = Flux.from(upsert(connection, merged, traces, sql.enqueueInTransaction,
-                            sql.enqueueInTransactionTraced).execute())
-                    .concatMap(result -> result.map((row, meta) -> Objects.requireNonNull(
-                            row.get("xid", String.class), "the enqueue's transaction id")))
-                    .doOnNext(announcer::awaitCommit)
-                    .then();
+            written = Mono.deferContextual(context -> {
+                CommitScope scope = CommitScope.in(context);
+                if (scope != null) {
+                    // The caller's bracket announces the commit: no transaction to hand over.
+                    return Database.rowsUpdated(upsert(connection, merged, traces, sql.enqueue, sql.enqueueTraced)).then()
+                            .doOnSuccess(ignored -> scope.onCommit(announcer, announcer::committed));
+                }
+                return Flux.from(upsert(connection, merged, traces, sql.enqueueInTransaction,
+                                sql.enqueueInTransactionTraced).execute())
+                        .concatMap(result -> result.map((row, meta) -> Objects.requireNonNull(
+                                row.get("xid", String.class), "the enqueue's transaction id")))
+                        .doOnNext(announcer::awaitCommit)
+                        .then();
+            });
         }
         return written.onErrorMap(database::outdatedSchema).doOnSuccess(ignored -> metrics.enqueued(merged.size()));
     }

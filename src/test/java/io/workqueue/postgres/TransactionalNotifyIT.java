@@ -1,6 +1,7 @@
 package io.workqueue.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -11,6 +12,7 @@ import io.workqueue.Item;
 import io.workqueue.ReactiveWorkQueue;
 import io.workqueue.WorkQueueConfig;
 import io.workqueue.WorkQueueMeters;
+import io.workqueue.internal.Notifier;
 import io.workqueue.notify.PgNotificationListener;
 import io.workqueue.testing.Poll;
 import io.workqueue.testing.TestDatabase;
@@ -21,6 +23,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
+import java.util.function.Function;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -205,6 +208,72 @@ class TransactionalNotifyIT {
 
         assertEquals(List.of(), listening.beforeSentinel());
         assertEquals(0.0, registry.get(WorkQueueMeters.NOTIFY_COMMITS).counter().count());
+    }
+
+    /**
+     * A transaction on a fresh plain connection: its backend's pid into {@code pid}, then begin,
+     * {@code work}, and commit (or, if {@code work} fails, roll back and fail).
+     */
+    private static Mono<Void> transaction(int[] pid, Function<Connection, Mono<Void>> work) {
+        return Mono.usingWhen(TestDatabase.plain().create(),
+                connection -> Flux.from(connection.createStatement("SELECT pg_backend_pid()").execute())
+                        .concatMap(r -> r.map((row, meta) -> row.get(0, Integer.class)))
+                        .next()
+                        .doOnNext(p -> pid[0] = p)
+                        .then(Mono.from(connection.beginTransaction()))
+                        .then(work.apply(connection))
+                        .then(Mono.from(connection.commitTransaction())),
+                Connection::close,
+                (connection, error) -> Mono.from(connection.rollbackTransaction()).then(Mono.from(connection.close())),
+                Connection::close);
+    }
+
+    @Test
+    void insideTheCallersBracketNothingIsHandedOverAndTheCommitIsAnnounced() {
+        Listening listening = new Listening();
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        ReactiveWorkQueue<String> queue = listening.queue(b -> b.minWakeInterval(Duration.ofMillis(1)), registry);
+        Notifier notifier = ((PostgresWorkQueue<String>) queue).notifier();
+        List<Item<String>> claimed = new CopyOnWriteArrayList<>();
+        subscriptions.add(queue.claimStream(Duration.ofMinutes(1), Duration.ofSeconds(30)).subscribe(claimed::add));
+        queue.awaitWork(Duration.ofMillis(200)).block(TIMEOUT); // the stream has claimed nothing and waits
+
+        int[] caller = new int[1];
+        List<Integer> awaitedInside = new CopyOnWriteArrayList<>();
+        ReactiveWorkQueue.announceAfterCommit(transaction(caller, connection -> queue.enqueue(connection, List.of(Entry.of("a")))
+                        .then(queue.enqueue(connection, List.of(Entry.of("b"))))
+                        .then(Mono.fromRunnable(() -> awaitedInside.add(notifier.awaitedCount())))))
+                .block(TIMEOUT);
+
+        // Without the 30 s poll: the wakeup the bracket announced hands both to the waiting stream.
+        Poll.until(TIMEOUT, "both claimed", () -> claimed.size() == 2);
+        assertEquals(List.of(0), awaitedInside, "a transaction was handed over to be asked about");
+        List<Notification> seen = listening.beforeSentinel();
+        assertEquals(0, fromPid(seen, caller[0]), "the caller's commit notified: it took the notify lock");
+        assertEquals(1, seen.size(), "one wakeup for one committed transaction: " + seen);
+        assertEquals(1.0, registry.get(WorkQueueMeters.NOTIFY_COMMITS).counter().count());
+    }
+
+    @Test
+    void aBracketThatFailsAnnouncesNothing() {
+        Listening listening = new Listening();
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        ReactiveWorkQueue<String> queue = listening.queue(b -> b, registry);
+        Notifier notifier = ((PostgresWorkQueue<String>) queue).notifier();
+
+        int[] caller = new int[1];
+        Mono<Void> failing = ReactiveWorkQueue.announceAfterCommit(transaction(caller,
+                connection -> queue.enqueue(connection, List.of(Entry.of("gone")))
+                        .then(Mono.error(new IllegalStateException("a business rule failed")))));
+        IllegalStateException error = assertThrows(IllegalStateException.class,
+                () -> failing.block(TIMEOUT));
+        assertEquals("a business rule failed", error.getMessage());
+        assertEquals(0, notifier.awaitedCount(), "nothing handed over");
+        queue.close().block(TIMEOUT); // would send a notification that was due
+
+        assertEquals(List.of(), listening.beforeSentinel());
+        assertEquals(0.0, registry.get(WorkQueueMeters.NOTIFY_COMMITS).counter().count());
+        assertEquals(0L, queue.stats().block(TIMEOUT).pending(), "rolled back");
     }
 
     @Test
