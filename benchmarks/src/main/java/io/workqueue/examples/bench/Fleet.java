@@ -225,7 +225,7 @@ public final class Fleet {
                                            clock starts; rounds repeat until its JIT settles (0: no warm-up)
                   --tx-callers C (32)      --tx-seconds S (10)   --tx-rounds R (3 per mode, alternating)
                   --tx-complete-ms M (50)  how long the consumer gathers handed-out keys before completing them
-                  --tx-modes a,b           of none, channel, channel_floor_10ms, polling, unheard (all)
+                  --tx-modes a,b           of none, channel, channel_floor_10ms, announced, announced_floor_10ms, polling, unheard (all)
                   --hk-processes 1,8       --hk-pending N (100000) --hk-completed N (1000000)
                   --hk-interval-ms I (5000) --hk-intervals K (12) --hk-repeat R (2 per P, alternating)
                   --wake-samples S (1000)  --wake-gap-ms G (10)

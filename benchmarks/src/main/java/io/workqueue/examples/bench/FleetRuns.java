@@ -400,12 +400,16 @@ final class FleetRuns {
      * second instead of about 200.
      */
     enum TxMode {
-        NONE("no channel", "none", Duration.ofSeconds(1), false, 1),
-        CHANNEL("notify channel, listening consumer", "channel", Duration.ofSeconds(1), true, 1),
+        NONE("no channel", "none", Duration.ofSeconds(1), false, 1, false),
+        CHANNEL("notify channel, listening consumer", "channel", Duration.ofSeconds(1), true, 1, false),
         CHANNEL_FLOOR("notify channel, listening consumer, minWakeInterval 10 ms", "channel_floor_10ms",
-                Duration.ofSeconds(1), true, 10),
-        POLLING("no channel, consumer polling every 10 ms", "polling", Duration.ofMillis(10), false, 1),
-        UNHEARD("notify channel, consumer not listening, polling every 10 ms", "unheard", Duration.ofMillis(10), true, 1);
+                Duration.ofSeconds(1), true, 10, false),
+        ANNOUNCED("notify channel, listening consumer, transactions bracketed (announceAfterCommit)", "announced",
+                Duration.ofSeconds(1), true, 1, true),
+        ANNOUNCED_FLOOR("notify channel, listening consumer, bracketed, minWakeInterval 10 ms", "announced_floor_10ms",
+                Duration.ofSeconds(1), true, 10, true),
+        POLLING("no channel, consumer polling every 10 ms", "polling", Duration.ofMillis(10), false, 1, false),
+        UNHEARD("notify channel, consumer not listening, polling every 10 ms", "unheard", Duration.ofMillis(10), true, 1, false);
 
         final String label;
         final String key;
@@ -414,13 +418,24 @@ final class FleetRuns {
         final boolean notifies;
         /** Both queues' {@code minWakeInterval}: the notifier's and the consumer's wake floor. */
         final Duration wakeFloor;
+        /**
+         * Whether each business transaction runs inside {@code ReactiveWorkQueue.announceAfterCommit}:
+         * its commit is announced by the bracket, so the notifier asks the database about nothing.
+         */
+        final boolean announced;
 
-        TxMode(String label, String key, Duration poll, boolean notifies, int wakeFloorMillis) {
+        TxMode(String label, String key, Duration poll, boolean notifies, int wakeFloorMillis, boolean announced) {
             this.label = label;
             this.key = key;
             this.poll = poll;
             this.notifies = notifies;
             this.wakeFloor = Duration.ofMillis(wakeFloorMillis);
+            this.announced = announced;
+        }
+
+        /** {@code transaction}, bracketed if this mode brackets transactions. */
+        <T> Mono<T> bracket(Mono<T> transaction) {
+            return announced ? ReactiveWorkQueue.announceAfterCommit(transaction) : transaction;
         }
 
         /** Modes by key, comma-separated, in the order given. */
@@ -545,6 +560,8 @@ final class FleetRuns {
         ratio(summary, "tps_ratio_channel_over_polling", tpsOf, TxMode.CHANNEL, TxMode.POLLING);
         ratio(summary, "tps_ratio_channel_over_none", tpsOf, TxMode.CHANNEL, TxMode.NONE);
         ratio(summary, "tps_ratio_channel_floor_10ms_over_none", tpsOf, TxMode.CHANNEL_FLOOR, TxMode.NONE);
+        ratio(summary, "tps_ratio_announced_over_none", tpsOf, TxMode.ANNOUNCED, TxMode.NONE);
+        ratio(summary, "tps_ratio_announced_floor_10ms_over_none", tpsOf, TxMode.ANNOUNCED_FLOOR, TxMode.NONE);
         ratio(summary, "tps_ratio_unheard_over_polling", tpsOf, TxMode.UNHEARD, TxMode.POLLING);
         summary.put("warmup_passes", warmupPasses);
         summary.put("warmup_settled", settled);
@@ -554,12 +571,15 @@ final class FleetRuns {
                 + " on its own pooled connection, back to back. The consumer (claimStream, poll 1 s, listener on the"
                 + " channel; it completes what it was handed every " + o.txCompleteMillis + " ms, at most 100 keys at once)"
                 + " runs in every mode; without a channel only its poll and follow-up claims find work. Both queues'"
-                + " minWakeInterval is 1 ms but in the third mode, the channel again with 10 ms: the notifier announces"
-                + " and the consumer wakes at most once per 10 ms. The fourth mode polls every 10 ms instead of listening:"
-                + " it consumes about as promptly as the channel does, with no NOTIFY at all, so channel ÷ polling is"
-                + " what the notifications cost beyond prompt consumption. The fifth sends them (the producer's queue has"
-                + " the channel) but its consumer polls every 10 ms and does not listen, so unheard ÷ polling is what the"
-                + " notifier costs alone, and channel ÷ unheard what the consumer's reactions to them cost. Client CPU:"
+                + " minWakeInterval is 1 ms but in the modes named for 10 ms: the notifier announces and the consumer"
+                + " wakes at most once per 10 ms. The bracketed modes run each transaction inside"
+                + " ReactiveWorkQueue.announceAfterCommit, so the notifier asks the database about no transaction and the"
+                + " bracket reports each commit; the others hand each transaction's id over to be asked about. The"
+                + " polling mode polls every 10 ms instead of listening: it consumes about as promptly as the channel"
+                + " does, with no NOTIFY at all, so channel ÷ polling is what the notifications cost beyond prompt"
+                + " consumption. The unheard mode sends them (the producer's queue has the channel) but its consumer"
+                + " polls every 10 ms and does not listen, so unheard ÷ polling is what the notifier costs alone, and"
+                + " channel ÷ unheard what the consumer's reactions to them cost. Client CPU:"
                 + " this JVM (enqueuers, notifier, consumer, listener). Latency: COMMIT returned in the enqueuer → item"
                 + " emitted by claimStream, same JVM. Before the measured rounds, " + warmupPasses + " untimed pass(es) over"
                 + " every mode, until a pass in which no round kept the JIT compiling for more than "
@@ -574,6 +594,10 @@ final class FleetRuns {
                 tpsOf, TxMode.UNHEARD, TxMode.POLLING);
         channelTargets(targets, tpsOf, latenciesOf, TxMode.CHANNEL_FLOOR,
                 "Transactional enqueue with a channel and both queues' minWakeInterval 10 ms ≥ 0.9× without (tps)");
+        channelTargets(targets, tpsOf, latenciesOf, TxMode.ANNOUNCED,
+                "Transactional enqueue with a channel, transactions bracketed (announceAfterCommit), ≥ 0.9× without (tps)");
+        channelTargets(targets, tpsOf, latenciesOf, TxMode.ANNOUNCED_FLOOR,
+                "Transactional enqueue with a channel, bracketed, minWakeInterval 10 ms, ≥ 0.9× without (tps)");
     }
 
     /** The three targets for one channel mode, when it and the baseline ran. */
@@ -643,11 +667,11 @@ final class FleetRuns {
                 .flatMap(caller -> Mono.defer(() -> {
                             String key = "r" + round + "-" + sequence.incrementAndGet();
                             return Mono.usingWhen(enqueuers.create(),
-                                    (Connection c) -> Mono.from(c.beginTransaction())
+                                    (Connection c) -> mode.bracket(Mono.from(c.beginTransaction())
                                             .then(Flux.from(c.createStatement(insert).bind("$1", key).execute())
                                                     .concatMap(r -> r.getRowsUpdated()).then())
                                             .then(producer.enqueue(c, List.of(Entry.of(key))))
-                                            .then(Mono.from(c.commitTransaction()))
+                                            .then(Mono.from(c.commitTransaction())))
                                             .doOnSuccess(v -> committedAt.put(key, System.nanoTime())),
                                     Connection::close,
                                     (c, e) -> Mono.from(c.rollbackTransaction()).onErrorResume(x -> Mono.empty())
