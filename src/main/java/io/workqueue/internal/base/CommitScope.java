@@ -3,6 +3,7 @@ package io.workqueue.internal.base;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.util.context.ContextView;
@@ -26,8 +27,12 @@ public final class CommitScope {
 
     /** By announcer (a queue's notifier, say), so each announces once however often it wrote. */
     private final Map<Object, Runnable> announcements = new ConcurrentHashMap<>();
-    /** Null while the transaction runs; then whether it completed. */
-    private volatile @Nullable Boolean committed;
+    /** {@link #RUNNING}, then {@link #COMMITTED} or {@link #FAILED}: the first end counts. */
+    private final AtomicInteger state = new AtomicInteger(RUNNING);
+
+    private static final int RUNNING = 0;
+    private static final int COMMITTED = 1;
+    private static final int FAILED = 2;
 
     private CommitScope() {}
 
@@ -65,14 +70,17 @@ public final class CommitScope {
         if (announcements.putIfAbsent(announcer, announce) != null) {
             return;
         }
-        Boolean ended = committed;
-        if (ended != null && announcements.remove(announcer, announce) && ended) {
+        int ended = state.get();
+        if (ended != RUNNING && announcements.remove(announcer, announce) && ended == COMMITTED) {
             announce.run();
         }
     }
 
     private void ended(boolean completed) {
-        committed = completed;
+        // A cancel that follows the completion (an operator letting go of its source) changes nothing.
+        if (!state.compareAndSet(RUNNING, completed ? COMMITTED : FAILED)) {
+            return;
+        }
         // Each announcement runs once: whichever removes it, this or a late onCommit, runs it.
         for (Object announcer : announcements.keySet()) {
             Runnable announce = announcements.remove(announcer);
