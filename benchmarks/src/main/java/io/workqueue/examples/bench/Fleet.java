@@ -94,10 +94,17 @@ public final class Fleet {
         int hkIntervals = 12;
         /** Runs per P, alternating which P goes first; the ratio is of the medians. */
         int hkRepeat = 2;
+        /** Whether the members' schedules start together ({@code aligned}) or spread over one interval. */
+        boolean hkSpread = false;
         int wakeSamples = 1000;
         int wakeGapMillis = 10;
         Set<String> scenarios = new LinkedHashSet<>(List.of("drain", "txenqueue", "housekeeping", "wake"));
         Path out;
+
+        /** When member {@code i} of {@code p} ticks first, in milliseconds after {@code go}. */
+        long hkPhaseMillis(int i, int p) {
+            return hkSpread ? (long) hkIntervalMillis * i / p : 0;
+        }
 
         static Options parse(String[] args, Path repo) {
             Options o = new Options();
@@ -145,6 +152,11 @@ public final class Fleet {
                     case "--hk-interval-ms" -> o.hkIntervalMillis = Integer.parseInt(args[++i]);
                     case "--hk-intervals" -> o.hkIntervals = Integer.parseInt(args[++i]);
                     case "--hk-repeat" -> o.hkRepeat = Integer.parseInt(args[++i]);
+                    case "--hk-phase" -> o.hkSpread = switch (args[++i]) {
+                        case "spread" -> true;
+                        case "aligned" -> false;
+                        default -> throw new IllegalArgumentException("--hk-phase takes spread or aligned, not " + args[i]);
+                    };
                     case "--wake-samples" -> o.wakeSamples = Integer.parseInt(args[++i]);
                     case "--wake-gap-ms" -> o.wakeGapMillis = Integer.parseInt(args[++i]);
                     case "--only" -> o.scenarios = new LinkedHashSet<>(Arrays.asList(args[++i].split(",")));
@@ -204,6 +216,7 @@ public final class Fleet {
             m.put("hk_interval_ms", hkIntervalMillis);
             m.put("hk_intervals", hkIntervals);
             m.put("hk_repeat", hkRepeat);
+            m.put("hk_phase", hkSpread ? "spread" : "aligned");
             m.put("housekeeping", FleetMember.HOUSEKEEPING);
             m.put("wake_samples", wakeSamples);
             m.put("wake_gap_ms", wakeGapMillis);
@@ -228,6 +241,7 @@ public final class Fleet {
                   --tx-modes a,b           of none, channel, channel_floor_10ms, announced, announced_floor_10ms, polling, unheard (all)
                   --hk-processes 1,8       --hk-pending N (100000) --hk-completed N (1000000)
                   --hk-interval-ms I (5000) --hk-intervals K (12) --hk-repeat R (2 per P, alternating)
+                  --hk-phase aligned|spread (aligned) members' first ticks together, or member i's at i/P of an interval
                   --wake-samples S (1000)  --wake-gap-ms G (10)
                 """);
     }

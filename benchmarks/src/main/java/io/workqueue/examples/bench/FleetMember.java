@@ -40,8 +40,8 @@ import reactor.core.scheduler.Schedulers;
  *
  * <p>Roles: {@code drain ID WORKERS BATCH PREFIX QUEUE WARMUP} runs WORKERS {@code process()}
  * workers of concurrency and claim batch BATCH, with no-op handlers, until {@code stop};
- * {@code housekeep ID PREFIX QUEUE INTERVAL_MS INTERVALS RETENTION_S} runs {@link #housekeepOnce}
- * on a fixed schedule of INTERVALS ticks and then reports on its own.
+ * {@code housekeep ID PREFIX QUEUE INTERVAL_MS INTERVALS RETENTION_S PHASE_MS} runs {@link #housekeepOnce}
+ * on a fixed schedule of INTERVALS ticks, the first PHASE_MS after {@code go}, and then reports on its own.
  */
 public final class FleetMember {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -81,7 +81,8 @@ public final class FleetMember {
                 case "drain" -> drain(db, in, args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), args[4],
                         args[5], Integer.parseInt(args[6]));
                 case "housekeep" -> housekeep(db, in, args[1], args[2], args[3], Duration.ofMillis(Long.parseLong(args[4])),
-                        Integer.parseInt(args[5]), Duration.ofSeconds(Long.parseLong(args[6])));
+                        Integer.parseInt(args[5]), Duration.ofSeconds(Long.parseLong(args[6])),
+                        Duration.ofMillis(Long.parseLong(args[7])));
                 default -> throw new IllegalArgumentException("unknown role " + args[0]);
             }
             status = 0;
@@ -202,7 +203,7 @@ public final class FleetMember {
     // ------------------------------------------------------------------ housekeeping
 
     private static void housekeep(Db db, BufferedReader in, String id, String prefix, String queueName, Duration interval,
-            int intervals, Duration retention) throws Exception {
+            int intervals, Duration retention, Duration phase) throws Exception {
         String app = "fleet-housekeep-" + id;
         ConnectionPool pool = db.pool(app, 2);
         ReactiveWorkQueue<String> queue = ReactiveWorkQueue.builder(pool, String.class)
@@ -222,7 +223,8 @@ public final class FleetMember {
         List<Double> roundMillis = new ArrayList<>();
         long began = System.nanoTime();
         // The starter's schedule: a tick that comes while a round still runs is dropped, never queued.
-        Flux.interval(Duration.ZERO, interval, Schedulers.parallel())
+        // Its first tick at this member's phase: a fleet's instances started at different times.
+        Flux.interval(phase, interval, Schedulers.parallel())
                 .take(intervals)
                 .onBackpressureDrop(tick -> skipped.incrementAndGet())
                 .concatMap(tick -> {

@@ -788,8 +788,11 @@ final class FleetRuns {
                 + " a tick during a round is skipped), after four untimed rounds (two at a time, so both sessions of its"
                 + " pool have run them, as a long-running service's have; the first member to run one keeps house)."
                 + " Completed rows are spread evenly over the 1 h retention, so rows come"
-                + " due for reaping at a steady rate; two reap batches are due at the start. CPU per interval = CPU from"
-                + " go until every instance finished its schedule ÷ intervals. Each P runs " + o.hkRepeat + " time(s),"
+                + " due for reaping at a steady rate; two reap batches are due at the start. "
+                + (o.hkSpread ? "The members' schedules are spread: member i ticks first at i/P of an interval after go, as"
+                        + " instances started at different times do (the window grows by up to an interval at P > 1). "
+                        : "The members' schedules are aligned: every member ticks first at go. ")
+                + "CPU per interval = CPU from go until every instance finished its schedule ÷ intervals. Each P runs " + o.hkRepeat + " time(s),"
                 + " alternating which P goes first; ÷ P=1 is against P = 1's median, and the target compares medians.");
         tables.add(t);
         t.print();
@@ -833,7 +836,7 @@ final class FleetRuns {
         for (int i = 0; i < p; i++) {
             members.add(new Fleet.Member("hk-" + p + "." + i, Fleet.javaMember(database, "housekeep", p + "." + i,
                     Fleet.HK_PREFIX, Fleet.HK_QUEUE, String.valueOf(o.hkIntervalMillis), String.valueOf(o.hkIntervals),
-                    String.valueOf(Fleet.HK_RETENTION.toSeconds()))));
+                    String.valueOf(Fleet.HK_RETENTION.toSeconds()), String.valueOf(o.hkPhaseMillis(i, p)))));
         }
         // The history is built once the members are ready, not before they start: it ages (rows pass the
         // retention) from the moment it is built, and eight JVMs take longer to start than one, so a
