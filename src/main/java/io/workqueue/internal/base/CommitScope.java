@@ -25,14 +25,14 @@ public final class CommitScope {
     /** The context key: this class, which nothing outside the library can name. */
     private static final Class<CommitScope> KEY = CommitScope.class;
 
+    private static final int RUNNING = 0;
+    private static final int COMMITTED = 1;
+    private static final int FAILED = 2;
+
     /** By announcer (a queue's notifier, say), so each announces once however often it wrote. */
     private final Map<Object, Runnable> announcements = new ConcurrentHashMap<>();
     /** {@link #RUNNING}, then {@link #COMMITTED} or {@link #FAILED}: the first end counts. */
     private final AtomicInteger state = new AtomicInteger(RUNNING);
-
-    private static final int RUNNING = 0;
-    private static final int COMMITTED = 1;
-    private static final int FAILED = 2;
 
     private CommitScope() {}
 
