@@ -2,6 +2,7 @@ package io.workqueue.examples.consumer;
 
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
+import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.workqueue.Entry;
@@ -84,7 +85,20 @@ public final class Quickstart {
                 WorkerOptions.builder().concurrency(8).lease(Duration.ofSeconds(30)).build());
         // end::process[]
         queue.enqueueKeys(List.of("doc-1", "doc-2", "doc-3")).block();
-        processed.take(3).blockLast();
+
+        // tag::transactional[]
+        // Inside your own transaction, beside your own writes: the rows commit or roll back with it.
+        // The bracket, commit included, tells the queue when it has committed: idle workers wake then.
+        Mono<Void> inTransaction = ReactiveWorkQueue.announceAfterCommit(Mono.usingWhen(pool.create(),
+                connection -> Mono.from(connection.beginTransaction())
+                        .then(queue.enqueue(connection, List.of(Entry.of("doc-4"))))
+                        .then(Mono.from(connection.commitTransaction())),
+                Connection::close,
+                (connection, error) -> Mono.from(connection.rollbackTransaction()).then(Mono.from(connection.close())),
+                connection -> Mono.from(connection.rollbackTransaction()).then(Mono.from(connection.close()))));
+        inTransaction.block();
+        // end::transactional[]
+        processed.take(4).blockLast();
 
         // tag::admin[]
         // Operators: a window onto every queue of the table. What is stuck, and why; then retry it.
