@@ -92,7 +92,7 @@ final class Enqueuer {
         String @Nullable [] traces = config.storeTraceContexts() ? sameTrace(merged.size(), traceContext) : null;
         Mono<Void> written;
         if (announcer == null) {
-            written = Database.rowsUpdated(upsert(connection, merged, traces, sql.enqueue, sql.enqueueTraced)).then();
+            written = plainUpsert(connection, merged, traces);
         } else if (inTransaction) {
             written = Database.rowsUpdated(upsert(connection, merged, traces, sql.enqueueNotifying,
                             sql.enqueueNotifyingTraced)
@@ -102,7 +102,7 @@ final class Enqueuer {
                 CommitScope scope = CommitScope.in(context);
                 if (scope != null) {
                     // The caller's bracket announces the commit: no transaction to hand over.
-                    return Database.rowsUpdated(upsert(connection, merged, traces, sql.enqueue, sql.enqueueTraced)).then()
+                    return plainUpsert(connection, merged, traces)
                             .doOnSuccess(ignored -> scope.onCommit(announcer, announcer::committed));
                 }
                 return Flux.from(upsert(connection, merged, traces, sql.enqueueInTransaction,
@@ -114,6 +114,11 @@ final class Enqueuer {
             });
         }
         return written.onErrorMap(database::outdatedSchema).doOnSuccess(ignored -> metrics.enqueued(merged.size()));
+    }
+
+    /** The upsert alone, announcing nothing: on a queue without a notifier, or inside a caller's bracket. */
+    private Mono<Void> plainUpsert(Connection connection, List<EncodedEntry> merged, String @Nullable [] traces) {
+        return Database.rowsUpdated(upsert(connection, merged, traces, sql.enqueue, sql.enqueueTraced)).then();
     }
 
     /**

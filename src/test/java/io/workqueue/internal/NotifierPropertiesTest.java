@@ -76,6 +76,12 @@ class NotifierPropertiesTest {
         }
     }
 
+    /** One of the instance's own writes committing: where in {@link #sequence}, and when. */
+    private record Committed(long seq, long millis) {}
+
+    /** The close: where in {@link #sequence}, and when. */
+    private record Closing(long seq, long millis) {}
+
     /** What one tick did, in the order of {@link #sequence}. */
     private static final class TickRecord {
         final long startSeq;
@@ -105,8 +111,8 @@ class NotifierPropertiesTest {
     private VirtualTimeScheduler vts;
     private long sequence;
     private final List<TickRecord> ticks = new ArrayList<>();
-    /** The instance's own commits: sequence number and time. */
-    private final List<long[]> commits = new ArrayList<>();
+    /** The instance's own commits. */
+    private final List<Committed> commits = new ArrayList<>();
     /** Transactions still open, in hand-over order. */
     private final List<String> open = new ArrayList<>();
     private final Map<String, String> status = new HashMap<>();
@@ -160,19 +166,16 @@ class NotifierPropertiesTest {
             });
         };
         Notifier notifier = new Notifier("q", db, interval, vts, nanos -> { });
-        long closeSeq = Long.MAX_VALUE;
-        long closeMillis = -1;
         AtomicBoolean closed = new AtomicBoolean();
+        Closing closing = null;
         int newXids = 0;
         for (int i = 0; i < history.size(); i++) {
             if (i == closeAfter) {
-                closeSeq = ++sequence;
-                closeMillis = now();
-                notifier.close().subscribe(null, e -> { throw new AssertionError(e); }, () -> closed.set(true));
+                closing = close(notifier, closed);
             }
             Step step = history.get(i);
             if (step instanceof Commit) {
-                commits.add(new long[] {++sequence, now()});
+                commits.add(new Committed(++sequence, now()));
                 notifier.committed();
             } else if (step instanceof HandOver h) {
                 String xid = h.again() && !open.isEmpty() ? open.get(h.pick() % open.size()) : "x" + newXids++;
@@ -201,15 +204,13 @@ class NotifierPropertiesTest {
         int ticksBeforeQuiet = ticks.size();
         vts.advanceTimeBy(Duration.ofSeconds(5));
         String story = "interval " + interval.toMillis() + " ms, close after step " + closeAfter + ", ticks " + ticks;
-        if (closeSeq == Long.MAX_VALUE) {
+        if (closing == null) {
             assertEquals(ticksBeforeQuiet, ticks.size(), "a tick ran in the quiet after " + quietFrom + " ms: " + story);
             assertEquals(0, notifier.awaitedCount(), story);
-            closeSeq = ++sequence;
-            closeMillis = now();
-            notifier.close().subscribe(null, e -> { throw new AssertionError(e); }, () -> closed.set(true));
+            closing = close(notifier, closed);
         }
-        long closedAt = closeSeq;
-        int ticksAtClose = (int) ticks.stream().filter(t -> t.startSeq < closedAt).count();
+        long closeSeq = closing.seq();
+        int ticksAtClose = (int) ticks.stream().filter(t -> t.startSeq < closeSeq).count();
         vts.advanceTimeBy(Duration.ofMillis(2 * MAX_TICK_MILLIS));
         assertTrue(closed.get(), "the close completed: " + story);
         int ticksAfterClose = ticks.size();
@@ -223,7 +224,14 @@ class NotifierPropertiesTest {
         checkCauses(story);
         checkCommitsAnnounced(interval.toMillis(), closeSeq, story);
         checkTransactionsAnnounced(bound, closeSeq, story);
-        checkClose(ticksAtClose, closeSeq, closeMillis, story);
+        checkClose(ticksAtClose, closeSeq, closing.millis(), story);
+    }
+
+    /** Closes {@code notifier} now, {@code closed} set once the close completes. */
+    private Closing close(Notifier notifier, AtomicBoolean closed) {
+        Closing closing = new Closing(++sequence, now());
+        notifier.close().subscribe(null, e -> { throw new AssertionError(e); }, () -> closed.set(true));
+        return closing;
     }
 
     private void checkOneAtATime(String story) {
@@ -257,7 +265,7 @@ class NotifierPropertiesTest {
             TickRecord tick = ticks.get(i);
             long after = i == 0 ? 0 : ticks.get(i - 1).startSeq;
             if (tick.notify) {
-                assertTrue(commits.stream().anyMatch(c -> c[0] > after && c[0] < tick.startSeq),
+                assertTrue(commits.stream().anyMatch(c -> c.seq() > after && c.seq() < tick.startSeq),
                         "tick " + i + " carried a notification no commit asked for: " + story);
             }
             for (Map.Entry<String, String> read : tick.statuses.entrySet()) {
@@ -268,15 +276,15 @@ class NotifierPropertiesTest {
 
     /** The first tick to start after one of the instance's writes commits carries its notification. */
     private void checkCommitsAnnounced(long intervalMillis, long closeSeq, String story) {
-        for (long[] commit : commits) {
-            if (commit[0] > closeSeq) {
+        for (Committed commit : commits) {
+            if (commit.seq() > closeSeq) {
                 continue;
             }
-            TickRecord first = ticks.stream().filter(t -> t.startSeq > commit[0]).findFirst().orElse(null);
-            assertTrue(first != null, "a commit at " + commit[1] + " ms was never announced: " + story);
-            assertTrue(first.notify, "the first tick after a commit at " + commit[1] + " ms did not carry it: " + story);
-            assertTrue(first.startMillis - commit[1] <= intervalMillis + MAX_TICK_MILLIS, "a commit at " + commit[1]
-                    + " ms waited until " + first.startMillis + " ms: " + story);
+            TickRecord first = ticks.stream().filter(t -> t.startSeq > commit.seq()).findFirst().orElse(null);
+            assertTrue(first != null, "a commit at " + commit.millis() + " ms was never announced: " + story);
+            assertTrue(first.notify, "the first tick after a commit at " + commit.millis() + " ms did not carry it: " + story);
+            assertTrue(first.startMillis - commit.millis() <= intervalMillis + MAX_TICK_MILLIS, "a commit at "
+                    + commit.millis() + " ms waited until " + first.startMillis + " ms: " + story);
         }
     }
 
@@ -289,12 +297,12 @@ class NotifierPropertiesTest {
         for (Map.Entry<String, Long> ended : endedAt.entrySet()) {
             String xid = ended.getKey();
             String how = status.get(xid);
-            boolean lost = ticks.stream().anyMatch(t -> t.failed && t.awaited.contains(xid));
-            List<TickRecord> found = ticks.stream().filter(t -> how.equals(t.statuses.get(xid))).toList();
             if (Notifier.ABORTED.equals(how)) {
                 continue; // the causes check: a rolled back transaction alone makes no notification
             }
-            TickRecord announcing = found.stream().filter(t -> t.notified && !t.failed).findFirst().orElse(null);
+            boolean lost = ticks.stream().anyMatch(t -> t.failed && t.awaited.contains(xid));
+            TickRecord announcing = ticks.stream().filter(t -> how.equals(t.statuses.get(xid)) && t.notified && !t.failed)
+                    .findFirst().orElse(null);
             if (lost || announcing == null && closedBefore(xid, closeSeq)) {
                 continue;
             }
@@ -325,8 +333,8 @@ class NotifierPropertiesTest {
             assertTrue(flush.startMillis == closeMillis || flush.startMillis == runningEnded,
                     "the close's notification waited until " + flush.startMillis + " ms: " + story);
         }
-        boolean dueAtClose = commits.stream().anyMatch(c -> c[0] < closeSeq
-                && ticks.stream().noneMatch(t -> t.startSeq > c[0] && t.startSeq < closeSeq));
+        boolean dueAtClose = commits.stream().anyMatch(c -> c.seq() < closeSeq
+                && ticks.stream().noneMatch(t -> t.startSeq > c.seq() && t.startSeq < closeSeq));
         assertEquals(dueAtClose, !after.isEmpty(), "a notification was due at the close: " + dueAtClose + "; " + story);
     }
 

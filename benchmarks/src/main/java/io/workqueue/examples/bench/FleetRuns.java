@@ -792,7 +792,8 @@ final class FleetRuns {
                 + (o.hkSpread ? "The members' schedules are spread: member i ticks first at i/P of an interval after go, as"
                         + " instances started at different times do (the window grows by up to an interval at P > 1). "
                         : "The members' schedules are aligned: every member ticks first at go. ")
-                + "CPU per interval = CPU from go until every instance finished its schedule ÷ intervals. Each P runs " + o.hkRepeat + " time(s),"
+                + "CPU per interval = CPU from go until every instance finished its schedule ÷ intervals. Each P runs "
+                + o.hkRepeat + " time(s),"
                 + " alternating which P goes first; ÷ P=1 is against P = 1's median, and the target compares medians.");
         tables.add(t);
         t.print();
