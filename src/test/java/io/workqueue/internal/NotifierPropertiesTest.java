@@ -76,11 +76,11 @@ class NotifierPropertiesTest {
         }
     }
 
-    /** One of the instance's own writes committing: where in {@link #sequence}, and when. */
-    private record Committed(long seq, long millis) {}
-
-    /** The close: where in {@link #sequence}, and when. */
-    private record Closing(long seq, long millis) {}
+    /**
+     * Something the history did (one of the instance's writes committing, the close): where in
+     * {@link #sequence}, and when.
+     */
+    private record Event(long seq, long millis) {}
 
     /** What one tick did, in the order of {@link #sequence}. */
     private static final class TickRecord {
@@ -112,7 +112,7 @@ class NotifierPropertiesTest {
     private long sequence;
     private final List<TickRecord> ticks = new ArrayList<>();
     /** The instance's own commits. */
-    private final List<Committed> commits = new ArrayList<>();
+    private final List<Event> commits = new ArrayList<>();
     /** Transactions still open, in hand-over order. */
     private final List<String> open = new ArrayList<>();
     private final Map<String, String> status = new HashMap<>();
@@ -167,7 +167,7 @@ class NotifierPropertiesTest {
         };
         Notifier notifier = new Notifier("q", db, interval, vts, nanos -> { });
         AtomicBoolean closed = new AtomicBoolean();
-        Closing closing = null;
+        Event closing = null;
         int newXids = 0;
         for (int i = 0; i < history.size(); i++) {
             if (i == closeAfter) {
@@ -175,7 +175,7 @@ class NotifierPropertiesTest {
             }
             Step step = history.get(i);
             if (step instanceof Commit) {
-                commits.add(new Committed(++sequence, now()));
+                commits.add(new Event(++sequence, now()));
                 notifier.committed();
             } else if (step instanceof HandOver h) {
                 String xid = h.again() && !open.isEmpty() ? open.get(h.pick() % open.size()) : "x" + newXids++;
@@ -228,8 +228,8 @@ class NotifierPropertiesTest {
     }
 
     /** Closes {@code notifier} now, {@code closed} set once the close completes. */
-    private Closing close(Notifier notifier, AtomicBoolean closed) {
-        Closing closing = new Closing(++sequence, now());
+    private Event close(Notifier notifier, AtomicBoolean closed) {
+        Event closing = new Event(++sequence, now());
         notifier.close().subscribe(null, e -> { throw new AssertionError(e); }, () -> closed.set(true));
         return closing;
     }
@@ -276,7 +276,7 @@ class NotifierPropertiesTest {
 
     /** The first tick to start after one of the instance's writes commits carries its notification. */
     private void checkCommitsAnnounced(long intervalMillis, long closeSeq, String story) {
-        for (Committed commit : commits) {
+        for (Event commit : commits) {
             if (commit.seq() > closeSeq) {
                 continue;
             }

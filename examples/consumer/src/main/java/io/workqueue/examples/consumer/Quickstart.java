@@ -18,6 +18,7 @@ import io.workqueue.migrations.WorkQueueMigrations;
 import io.workqueue.notify.PgNotificationListener;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Function;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -89,13 +90,16 @@ public final class Quickstart {
         // tag::transactional[]
         // Inside your own transaction, beside your own writes: the rows commit or roll back with it.
         // The bracket, commit included, tells the queue when it has committed: idle workers wake then.
+        // On failure or cancellation: roll back before the connection goes back to the pool.
+        Function<Connection, Mono<Void>> rollBackAndRelease =
+                connection -> Mono.from(connection.rollbackTransaction()).then(Mono.from(connection.close()));
         Mono<Void> inTransaction = ReactiveWorkQueue.announceAfterCommit(Mono.usingWhen(pool.create(),
                 connection -> Mono.from(connection.beginTransaction())
                         .then(queue.enqueue(connection, List.of(Entry.of("doc-4"))))
                         .then(Mono.from(connection.commitTransaction())),
                 Connection::close,
-                (connection, error) -> Mono.from(connection.rollbackTransaction()).then(Mono.from(connection.close())),
-                connection -> Mono.from(connection.rollbackTransaction()).then(Mono.from(connection.close()))));
+                (connection, error) -> rollBackAndRelease.apply(connection),
+                rollBackAndRelease));
         inTransaction.block();
         // end::transactional[]
         processed.take(4).blockLast();
