@@ -7,6 +7,7 @@ import io.workqueue.WorkerOptions;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
@@ -32,8 +33,9 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * The loop behind {@code process}: lease up to the free handler slots, run the handler on each
- * item, and acknowledge successes in the next round's {@code completeAndClaim}, so a busy worker
- * pays one statement per round for completing and claiming together.
+ * item, and acknowledge successes in the next round's {@code completeAndClaim} (or the
+ * {@link AcknowledgeAndClaim} its backend passes), so a busy worker pays one leasing write per
+ * round for completing and claiming together.
  *
  * <p>Runs on {@link ClaimLoop}, so rounds never overlap and every piece of the worker's state is
  * touched by one event at a time. What the worker holds, per item: <em>running</em> (its handler
@@ -104,6 +106,19 @@ public final class Worker<K> {
     private final WorkerOptions options;
     private final Scheduler timer;
     private final Publisher<?> stop;
+    private final AcknowledgeAndClaim<K> acknowledgeAndClaim;
+
+    /**
+     * How a round that claims acknowledges the successes it carries and leases more: the queue's
+     * {@link ReactiveWorkQueue#completeAndClaim} unless a backend passes a variant of its own.
+     *
+     * @param <K> the key type
+     */
+    @FunctionalInterface
+    public interface AcknowledgeAndClaim<K> {
+        /** Completes {@code completed} and leases up to {@code limit} items, as {@code completeAndClaim} does. */
+        Mono<List<Item<K>>> apply(Collection<K> completed, int limit, Duration lease);
+    }
 
     /** A worker over {@code queue} that runs until cancelled; nothing runs until {@link #flux()} is subscribed. */
     public Worker(ReactiveWorkQueue<K> queue, Function<Item<K>, ? extends Publisher<?>> handler,
@@ -117,11 +132,21 @@ public final class Worker<K> {
      */
     public Worker(ReactiveWorkQueue<K> queue, Function<Item<K>, ? extends Publisher<?>> handler,
             WorkerOptions options, Scheduler timer, Publisher<?> stop) {
+        this(queue, handler, options, timer, stop, queue::completeAndClaim);
+    }
+
+    /**
+     * As above, with the rounds that claim acknowledging through {@code acknowledgeAndClaim}
+     * instead of the queue's {@code completeAndClaim}.
+     */
+    public Worker(ReactiveWorkQueue<K> queue, Function<Item<K>, ? extends Publisher<?>> handler,
+            WorkerOptions options, Scheduler timer, Publisher<?> stop, AcknowledgeAndClaim<K> acknowledgeAndClaim) {
         this.queue = queue;
         this.handler = handler;
         this.options = options;
         this.timer = timer;
         this.stop = stop;
+        this.acknowledgeAndClaim = acknowledgeAndClaim;
     }
 
     /**
@@ -237,7 +262,7 @@ public final class Worker<K> {
             claimAsked = claim;
             List<K> keys = acknowledging.stream().map(Item::key).toList();
             Mono<List<Item<K>>> statement = claim > 0
-                    ? queue.completeAndClaim(keys, claim, options.lease())
+                    ? acknowledgeAndClaim.apply(keys, claim, options.lease())
                     : queue.complete(keys).thenReturn(List.of());
             // A round that acknowledges nothing can be cancelled outright: it only leases.
             return new Round<>(statement, acknowledging.isEmpty());

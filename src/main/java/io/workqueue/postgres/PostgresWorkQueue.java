@@ -146,6 +146,11 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
         return leasing.look();
     }
 
+    /** How many of {@code process()}'s merged writes completed apart from their claim; for tests in this package. */
+    long completedApart() {
+        return leasing.completedApart.get();
+    }
+
     // ---------------------------------------------------------------- enqueue
 
     @Override
@@ -239,11 +244,26 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
 
     @Override
     public Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease) {
+        return completeAndClaim(completed, limit, lease, false);
+    }
+
+    /**
+     * {@code process()}'s rounds: {@link #completeAndClaim}, except that its write may complete in
+     * a statement of its own and then claim ({@link Leasing#lease(String[], int, long, boolean)}):
+     * the worker only needs the completion committed before the claim, not with it.
+     */
+    private Mono<List<Item<K>>> acknowledgeAndClaim(Collection<K> completed, int limit, Duration lease) {
+        return completeAndClaim(completed, limit, lease, true);
+    }
+
+    private Mono<List<Item<K>>> completeAndClaim(Collection<K> completed, int limit, Duration lease,
+            boolean mayCompleteApart) {
         return Mono.defer(() -> {
             Durations.requireLease(lease);
             String[] keys = encodeDistinct(completed);
             int batch = batchSize(limit);
-            Mono<List<Item<K>>> claim = observations.claim(batch, leasing.lease(keys, batch, Durations.micros(lease)));
+            Mono<List<Item<K>>> claim = observations.claim(batch,
+                    leasing.lease(keys, batch, Durations.micros(lease), mayCompleteApart));
             return keys.length == 0 ? claim : observations.complete(keys, claim);
         });
     }
@@ -271,7 +291,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             Objects.requireNonNull(options, "options");
             Function<Item<K>, ? extends Publisher<?>> observed = observations.handle(handler, codec::encode);
             return WorkerRestarts.of(options, config.name(), handler, timer, null,
-                    stop -> new Worker<>(this, observed, options, timer, stop).flux());
+                    stop -> new Worker<>(this, observed, options, timer, stop, this::acknowledgeAndClaim).flux());
         });
     }
 
@@ -284,7 +304,7 @@ public final class PostgresWorkQueue<K> implements ReactiveWorkQueue<K> {
             Objects.requireNonNull(stop, "stop");
             Function<Item<K>, ? extends Publisher<?>> observed = observations.handle(handler, codec::encode);
             return WorkerRestarts.of(options, config.name(), handler, timer, stop,
-                    given -> new Worker<>(this, observed, options, timer, given).flux());
+                    given -> new Worker<>(this, observed, options, timer, given, this::acknowledgeAndClaim).flux());
         });
     }
 
