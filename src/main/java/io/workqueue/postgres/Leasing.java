@@ -64,7 +64,7 @@ final class Leasing<K> {
      * another instance leased meanwhile still look due to the claim, which locks each and lets it
      * go (a lock, a dirtied page and a WAL record apiece). Apart, the claim's view starts after
      * the completion. Measured on the fleet benchmark's drain (docs/benchmarks/fleet/ANALYSIS.md,
-     * "Completing apart from claiming"): four instances paid about a tenth less server time per
+     * "Completing apart from claiming"): four instances paid about a twelfth less server time per
      * item, one instance the same. A smaller completion is short, and the round trip the one
      * statement saves is then worth more. If the claim fails after the completion committed, the
      * worker's next round completes those keys again, which finds them completed and changes
