@@ -73,7 +73,11 @@ class PgNotificationListenerIT {
         return builder.build();
     }
 
-    /** Subscribes to the listener's wakeups and waits for the session to be established. */
+    /**
+     * Subscribes to the listener's wakeups and waits for the session to be established. Call it
+     * before anything else subscribes to the listener: the wakeups are hot, and a session another
+     * subscription started may be established before this one is registered, and never heard.
+     */
     private void awaitSession(PgNotificationListener listener) {
         AtomicInteger sessions = new AtomicInteger();
         subscriptions.add(listener.wakeups()
@@ -122,8 +126,8 @@ class PgNotificationListenerIT {
         PgNotificationListener listener = listener(channel);
         ReactiveWorkQueue<String> queue = queue(channel, null);
         AtomicInteger received = new AtomicInteger();
-        subscriptions.add(listener.notifications().subscribe(n -> received.incrementAndGet()));
         awaitSession(listener);
+        subscriptions.add(listener.notifications().subscribe(n -> received.incrementAndGet()));
 
         Flux.range(0, 1_000)
                 .flatMap(i -> queue.enqueueKeys("k" + i), 1_000)
@@ -174,8 +178,8 @@ class PgNotificationListenerIT {
                 .build();
         listeners.add(listener);
         List<String> payloads = new CopyOnWriteArrayList<>();
-        subscriptions.add(listener.notifications().subscribe(n -> payloads.add(n.getParameter())));
         awaitSession(listener);
+        subscriptions.add(listener.notifications().subscribe(n -> payloads.add(n.getParameter())));
 
         TestDatabase.execute("SELECT pg_notify('" + channel + "', 'hello')");
         Poll.until(TIMEOUT, "the notification", () -> payloads.contains("hello"));
